@@ -1,0 +1,42 @@
+/**
+ * Forge ToolEndpoint contracts and the logical Wire protocol `forge.tool.endpoint/v1alpha1` for
+ * Deno: models and descriptors, the provider SPI (Query, Action, Session), the strict Wire codec,
+ * message factories and correlation checks, and the transport-independent endpoint handler.
+ *
+ * This entry imports no npm package and touches no FFI; the Dora bridge lives in `./dora`.
+ *
+ * @example
+ * ```ts
+ * import { decodeEnvelope, encodeEnvelope, ToolEnvelope } from "@forge/tool";
+ * const bytes = encodeEnvelope(
+ *   new ToolEnvelope({
+ *     messageType: "endpoint.unregister",
+ *     requestId: "unregister-1",
+ *     endpointId: "vision.yolo",
+ *     endpointInstanceId: "instance-1",
+ *   }),
+ * );
+ * console.log(decodeEnvelope(bytes).requestId); // unregister-1
+ * ```
+ *
+ * @module
+ */
+export * from "./src/endpoint/constants.ts";
+export {
+  ToolEndpointError,
+  type ToolErrorCode,
+  ToolErrorCodes,
+  ToolProtocolError,
+} from "./src/endpoint/errors.ts";
+export * from "./src/endpoint/models.ts";
+export type * from "./src/endpoint/spi.ts";
+export { ToolEnvelope, type ToolEnvelopeInit } from "./src/wire/envelope.ts";
+export {
+  type CodecOptions,
+  decodeEnvelope,
+  encodedEnvelopeSize,
+  encodeEnvelope,
+} from "./src/wire/codec.ts";
+export * from "./src/wire/messages.ts";
+export * from "./src/wire/factories.ts";
+export * from "./src/wire/correlation.ts";

@@ -1,0 +1,252 @@
+/**
+ * JSON value types, the bounded JSON copy shared by the models and the Wire, and the string
+ * checks (blank, lone surrogate) every identifier goes through.
+ *
+ * @module
+ */
+import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "./constants.ts";
+import { ToolErrorCodes, ToolProtocolError } from "./errors.ts";
+
+/** A JSON scalar. */
+export type JsonPrimitive = null | boolean | number | string;
+/** A JSON array (read-only: values held by this package are frozen). */
+export type JsonArray = readonly JsonValue[];
+/** A JSON object (read-only: values held by this package are frozen). */
+export interface JsonObject {
+  readonly [key: string]: JsonValue;
+}
+/** Any JSON value. */
+export type JsonValue = JsonPrimitive | JsonArray | JsonObject;
+
+// The whitespace set of the reference's blank check (Python's str.strip() set without
+// U+001C..U+001F): a string made only of these is blank.
+const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+// Python's str.isspace() set, used by the handler's endpoint_instance_id check.
+// deno-lint-ignore no-control-regex -- U+001C..U+001F are whitespace to Python.
+const PY_SPACE =
+  /^[\t\n\v\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** True when `value` is empty or made only of whitespace (the reference's blank set). */
+export function isBlank(value: string): boolean {
+  return BLANK.test(value);
+}
+
+/** True when `value` is non-empty and every character is Python `str.isspace()` whitespace. */
+export function isPythonSpace(value: string): boolean {
+  return PY_SPACE.test(value);
+}
+
+/** True when `value` holds an unpaired UTF-16 surrogate (not a Unicode scalar value string). */
+export function hasLoneSurrogate(value: string): boolean {
+  // Fast exit: most strings hold no surrogate code unit at all.
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdfff) return LONE_SURROGATE.test(value);
+  }
+  return false;
+}
+
+/** The failures the bounded copy can report; each style turns them into its own errors. */
+export type JsonFault =
+  | "depth"
+  | "surrogate"
+  | "integer"
+  | "finite"
+  | "key-type"
+  | "key-surrogate"
+  | "unsupported";
+
+/** Turns a copy failure into the error to throw. */
+export type JsonFaultReporter = (fault: JsonFault, path: string, detail: string) => Error;
+
+/** Model style: `TypeError`/`RangeError` whose message starts with the path. */
+export const modelFaults: JsonFaultReporter = (fault, path, detail) => {
+  switch (fault) {
+    case "depth":
+      return new RangeError(`${path} JSON nesting exceeds ${MAX_JSON_DEPTH}`);
+    case "surrogate":
+      return new RangeError(`${path} must contain valid Unicode scalar values`);
+    case "integer":
+      return new RangeError(
+        `${path} integer exceeds interoperable range ±${MAX_SAFE_JSON_INTEGER}`,
+      );
+    case "finite":
+      return new RangeError(`${path} floating-point values must be finite`);
+    case "key-type":
+      return new TypeError(`${path} keys must be strings`);
+    case "key-surrogate":
+      return new RangeError(`${path} keys must contain valid Unicode scalar values`);
+    case "unsupported":
+      return new TypeError(`${path} contains unsupported JSON value: ${detail}`);
+  }
+};
+
+/** Wire style: `ToolProtocolError` `FORGE_PROTOCOL_INVALID_PAYLOAD` at the value's path. */
+export const wireFaults: JsonFaultReporter = (fault, path, detail) => {
+  const code = ToolErrorCodes.INVALID_PAYLOAD;
+  switch (fault) {
+    case "depth":
+      return new ToolProtocolError(code, `JSON nesting exceeds ${MAX_JSON_DEPTH}`, path);
+    case "surrogate":
+      return new ToolProtocolError(code, "must contain only valid Unicode scalar values", path);
+    case "integer":
+      return new ToolProtocolError(
+        code,
+        `integer exceeds interoperable range ±${MAX_SAFE_JSON_INTEGER}`,
+        path,
+      );
+    case "finite":
+      return new ToolProtocolError(code, "floating-point values must be finite", path);
+    case "key-type":
+      return new ToolProtocolError(code, "object keys must be strings", path);
+    case "key-surrogate":
+      return new ToolProtocolError(
+        code,
+        "object keys must contain only valid Unicode scalar values",
+        path,
+      );
+    case "unsupported":
+      return new ToolProtocolError(code, `unsupported JSON value: ${detail}`, path);
+  }
+};
+
+/** True for a plain object (`{}` literal, `JSON.parse` output, or a null-prototype object). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** True for a value the copy treats as a mapping: a plain object or a `Map`. */
+export function isMapping(value: unknown): boolean {
+  return isPlainObject(value) || value instanceof Map;
+}
+
+/** Sets `key` on a fresh object as an own data property, even when `key` is `"__proto__"`. */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") {
+    Object.defineProperty(target, key, {
+      value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  } else {
+    target[key] = value;
+  }
+}
+
+function typeName(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (typeof value === "object" || typeof value === "function") {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === "string" && name !== "" ? name : typeof value;
+  }
+  return typeof value;
+}
+
+/**
+ * Copies `value` into a deeply frozen JSON value, enforcing the interoperable JSON rules: depth
+ * at most 64 (the value itself is depth `depth`), strings and keys without lone surrogates,
+ * integers within ±(2^53 − 1) (an integral `number` beyond that range, or such a `bigint`, is an
+ * integer out of range), finite numbers, and only null, booleans, numbers, bigints, strings,
+ * arrays, plain objects and `Map`s with string keys. A `"__proto__"` key stays plain data.
+ * `integers = false` skips the integer range check, for values whose integer tokens the strict
+ * decoder already checked (a float token such as `1e300` is not an integer there).
+ */
+export function copyJson(
+  value: unknown,
+  path: string,
+  report: JsonFaultReporter,
+  depth = 0,
+  integers = true,
+): JsonValue {
+  if (depth > MAX_JSON_DEPTH) throw report("depth", path, "");
+  switch (typeof value) {
+    case "string":
+      if (hasLoneSurrogate(value)) throw report("surrogate", path, "");
+      return value;
+    case "boolean":
+      return value;
+    case "number":
+      if (!Number.isFinite(value)) throw report("finite", path, "");
+      if (integers && Number.isInteger(value) && Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
+        throw report("integer", path, "");
+      }
+      return value;
+    case "bigint":
+      if (value > BigInt(MAX_SAFE_JSON_INTEGER) || value < -BigInt(MAX_SAFE_JSON_INTEGER)) {
+        throw report("integer", path, "");
+      }
+      return Number(value);
+    case "object":
+      if (value === null) return null;
+      if (Array.isArray(value)) {
+        const out = new Array<JsonValue>(value.length);
+        for (let i = 0; i < value.length; i++) {
+          out[i] = copyJson(value[i], `${path}[${i}]`, report, depth + 1, integers);
+        }
+        return Object.freeze(out);
+      }
+      if (value instanceof Map) {
+        const out: Record<string, unknown> = {};
+        for (const [key, item] of value) {
+          if (typeof key !== "string") throw report("key-type", path, "");
+          if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
+          setOwn(out, key, copyJson(item, `${path}.${key}`, report, depth + 1, integers));
+        }
+        return Object.freeze(out) as JsonObject;
+      }
+      if (isPlainObject(value)) {
+        const out: Record<string, unknown> = {};
+        for (const key of Object.keys(value)) {
+          if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
+          setOwn(out, key, copyJson(value[key], `${path}.${key}`, report, depth + 1, integers));
+        }
+        return Object.freeze(out) as JsonObject;
+      }
+      throw report("unsupported", path, typeName(value));
+    default:
+      throw report("unsupported", path, typeName(value));
+  }
+}
+
+/**
+ * Copies a mapping-valued model field (`metadata`, `arguments`, `details`, `outputs`, `data`):
+ * `TypeError("<field> must be a mapping")` when it is not one, else {@linkcode copyJson}.
+ */
+export function copyJsonObject(
+  value: unknown,
+  field: string,
+  report: JsonFaultReporter = modelFaults,
+): JsonObject {
+  if (!isMapping(value)) throw new TypeError(`${field} must be a mapping`);
+  if (adopting && isPlainObject(value)) return value as JsonObject;
+  return copyJson(value, field, report) as JsonObject;
+}
+
+/** The frozen empty object used as every defaulted JSON field. */
+export const EMPTY_OBJECT: JsonObject = Object.freeze({});
+
+let adopting = false;
+
+/**
+ * Runs `fn` with JSON adoption on: while it runs, {@linkcode copyJsonObject} hands back mappings
+ * as they are instead of copying them. Only for values already checked by the Wire (an
+ * envelope's payload), when the models built from them are thrown away after validation.
+ */
+export function withAdoptedJson<T>(fn: () => T): T {
+  const previous = adopting;
+  adopting = true;
+  try {
+    return fn();
+  } finally {
+    adopting = previous;
+  }
+}
+
+/** @internal True while {@linkcode withAdoptedJson} runs. */
+export function isAdoptingJson(): boolean {
+  return adopting;
+}

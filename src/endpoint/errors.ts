@@ -1,0 +1,119 @@
+/**
+ * Errors of the ToolEndpoint contracts and the Wire, with the reference's code catalogue.
+ *
+ * @module
+ */
+import type { ToolError } from "./models.ts";
+
+/**
+ * Every error code this package raises or answers with. `FORGE_PROTOCOL_*` codes describe Wire
+ * violations; `FORGE_ENDPOINT_*` codes describe the endpoint's own outcomes. The names and strings
+ * are those of the reference Python package; the last three endpoint codes are this package's
+ * additions for deadline enforcement and shutdown.
+ */
+export const ToolErrorCodes = Object.freeze(
+  {
+    UNSUPPORTED_VERSION: "FORGE_PROTOCOL_UNSUPPORTED_VERSION",
+    UNKNOWN_MESSAGE_TYPE: "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE",
+    INVALID_MESSAGE: "FORGE_PROTOCOL_INVALID_MESSAGE",
+    INVALID_PAYLOAD: "FORGE_PROTOCOL_INVALID_PAYLOAD",
+    INVALID_JSON: "FORGE_PROTOCOL_INVALID_JSON",
+    DUPLICATE_KEY: "FORGE_PROTOCOL_DUPLICATE_KEY",
+    MESSAGE_TOO_LARGE: "FORGE_PROTOCOL_MESSAGE_TOO_LARGE",
+    CORRELATION_MISMATCH: "FORGE_PROTOCOL_CORRELATION_MISMATCH",
+    ROUTE_MISMATCH: "FORGE_PROTOCOL_ROUTE_MISMATCH",
+    UNKNOWN_OPERATION: "FORGE_PROTOCOL_UNKNOWN_OPERATION",
+    UNSUPPORTED_OPERATION: "FORGE_PROTOCOL_UNSUPPORTED_OPERATION",
+    EXECUTION_CONFLICT: "FORGE_PROTOCOL_EXECUTION_CONFLICT",
+    DEDUP_CONFLICT: "FORGE_PROTOCOL_DEDUP_CONFLICT",
+    ENDPOINT_CAPACITY: "FORGE_ENDPOINT_CAPACITY",
+    ENDPOINT_EXECUTION_ALREADY_OBSERVED: "FORGE_ENDPOINT_EXECUTION_ALREADY_OBSERVED",
+    ENDPOINT_OUTCOME_UNKNOWN: "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+    ENDPOINT_EARLY_EVENT_BUFFER_OVERFLOW: "FORGE_ENDPOINT_EARLY_EVENT_BUFFER_OVERFLOW",
+    ENDPOINT_EVENT_AFTER_TERMINAL: "FORGE_ENDPOINT_EVENT_AFTER_TERMINAL",
+    ENDPOINT_TERMINAL_RESULT_UNAVAILABLE: "FORGE_ENDPOINT_TERMINAL_RESULT_UNAVAILABLE",
+    ENDPOINT_TERMINAL_MISMATCH: "FORGE_ENDPOINT_TERMINAL_MISMATCH",
+    ENDPOINT_TERMINAL_CHANGED: "FORGE_ENDPOINT_TERMINAL_CHANGED",
+    ENDPOINT_INVALID_TRANSITION: "FORGE_ENDPOINT_INVALID_TRANSITION",
+    ENDPOINT_RETENTION_FULL: "FORGE_ENDPOINT_RETENTION_FULL",
+    ENDPOINT_INTERNAL: "FORGE_ENDPOINT_INTERNAL",
+    ENDPOINT_DEADLINE_EXCEEDED: "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
+    ENDPOINT_UNAVAILABLE: "FORGE_ENDPOINT_UNAVAILABLE",
+    ENDPOINT_EVENT_SINK_UNAVAILABLE: "FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE",
+  } as const,
+);
+
+/** One of the error code strings of {@linkcode ToolErrorCodes}. */
+export type ToolErrorCode = typeof ToolErrorCodes[keyof typeof ToolErrorCodes];
+
+/**
+ * A violation of the Wire protocol: a malformed message, an invalid payload, a correlation or
+ * route mismatch, or a lifecycle rule a provider broke.
+ *
+ * `message` is the bare description (as the reference's `.message`); `toString()` gives
+ * `"<code>: <message>"` followed by the path when there is one.
+ *
+ * @example
+ * ```ts
+ * import { decodeEnvelope, ToolProtocolError } from "@forge/tool";
+ * try {
+ *   decodeEnvelope("[]");
+ * } catch (error) {
+ *   if (error instanceof ToolProtocolError) console.log(error.code); // FORGE_PROTOCOL_INVALID_MESSAGE
+ * }
+ * ```
+ */
+export class ToolProtocolError extends Error {
+  /** The error code, for example `"FORGE_PROTOCOL_DUPLICATE_KEY"`. */
+  readonly code: string;
+  /** Where the violation is: an envelope field, a payload path, or `"line L column C"`. */
+  readonly path: string | undefined;
+
+  /** Creates a protocol error. */
+  constructor(code: string, message: string, path?: string) {
+    super(message);
+    this.name = "ToolProtocolError";
+    this.code = code;
+    this.path = path;
+  }
+
+  /** `"<code>: <message>"`, with `" (at <path>)"` appended when the error has a path. */
+  override toString(): string {
+    return `${this.code}: ${this.message}${this.path === undefined ? "" : ` (at ${this.path})`}`;
+  }
+}
+
+/**
+ * A provider's structured rejection before any work or side effect began. Throw it from
+ * `query()` or `start()` to answer `outcome: "rejected"`, or from `status()`, `result()`,
+ * `cancel()` and `stop()` to answer a correlated `tool.error`.
+ *
+ * @example
+ * ```ts
+ * import { ToolEndpointError, ToolError } from "@forge/tool";
+ * const error = new ToolEndpointError(
+ *   new ToolError({ code: "FORGE_ENDPOINT_BUSY", message: "endpoint concurrency limit reached" }),
+ * );
+ * console.log(error.message); // FORGE_ENDPOINT_BUSY: endpoint concurrency limit reached
+ * ```
+ */
+export class ToolEndpointError extends Error {
+  /** The structured error the endpoint answers with. */
+  readonly error: ToolError;
+
+  /** Wraps a {@linkcode ToolError}; anything else is a `TypeError`. */
+  constructor(error: ToolError) {
+    if (!isToolError(error)) throw new TypeError("error must be a ToolError");
+    super(`${error.code}: ${error.message}`);
+    this.name = "ToolEndpointError";
+    this.error = error;
+  }
+}
+
+// Set by models.ts at load time; breaks the import cycle between errors and models.
+let isToolError: (value: unknown) => value is ToolError = (_: unknown): _ is ToolError => false;
+
+/** @internal Registers the ToolError type guard; called once by models.ts. */
+export function _registerToolErrorGuard(guard: (value: unknown) => value is ToolError): void {
+  isToolError = guard;
+}

@@ -1,0 +1,123 @@
+/**
+ * The Wire's JSON encoder: compact, keys sorted by Unicode code point at every level, non-ASCII
+ * written raw, and the interoperable JSON rules re-checked on the way out (with the reference's
+ * `FORGE_PROTOCOL_INVALID_PAYLOAD` codes and paths), in one pass over the value.
+ *
+ * @module
+ */
+import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
+import { hasLoneSurrogate, isPlainObject, type JsonFault, wireFaults } from "../endpoint/_json.ts";
+import { formatPythonFloat } from "./_repr.ts";
+
+// Path segments of the value being written, kept only to name a failing value.
+const pathKeys: (string | number)[] = [];
+
+function fault(kind: JsonFault, depth: number, root: string, detail = ""): Error {
+  let path = root;
+  for (let d = 1; d <= depth; d++) {
+    const key = pathKeys[d];
+    path += typeof key === "number" ? `[${key}]` : `.${key}`;
+  }
+  return wireFaults(kind, path, detail);
+}
+
+/** Compares two strings by Unicode code point (JavaScript's default compares UTF-16 units). */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Units at or above U+D800 are where UTF-16 order and code point order disagree.
+    if (x >= 0xd800 && y >= 0xd800) {
+      const xs = x <= 0xdfff;
+      const ys = y <= 0xdfff;
+      if (xs !== ys) return xs ? 1 : -1;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** The keys of `object` in code point order. */
+export function sortedKeys(object: object): string[] {
+  const keys = Object.keys(object);
+  let wide = false;
+  for (let k = 0; k < keys.length && !wide; k++) {
+    const key = keys[k];
+    for (let i = 0; i < key.length; i++) {
+      if (key.charCodeAt(i) >= 0xd800) {
+        wide = true;
+        break;
+      }
+    }
+  }
+  return wide ? keys.sort(compareCodePoints) : keys.sort();
+}
+
+/** Formats a finite JSON number: integers as integers, other numbers as Python floats. */
+export function formatNumber(value: number): string {
+  return Number.isInteger(value) && Math.abs(value) <= MAX_SAFE_JSON_INTEGER
+    ? String(value === 0 ? 0 : value)
+    : formatPythonFloat(value);
+}
+
+/** Writes one string as a JSON string literal (raw UTF-8 for non-ASCII, as the reference). */
+export function quoteString(value: string): string {
+  return JSON.stringify(value);
+}
+
+function write(value: unknown, depth: number, root: string): string {
+  if (depth > MAX_JSON_DEPTH) throw fault("depth", depth, root);
+  switch (typeof value) {
+    case "string":
+      if (hasLoneSurrogate(value)) throw fault("surrogate", depth, root);
+      return JSON.stringify(value);
+    case "number":
+      if (!Number.isFinite(value)) throw fault("finite", depth, root);
+      if (Number.isInteger(value) && Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
+        throw fault("integer", depth, root);
+      }
+      return formatNumber(value);
+    case "boolean":
+      return value ? "true" : "false";
+    case "object": {
+      if (value === null) return "null";
+      if (Array.isArray(value)) {
+        if (value.length === 0) return "[]";
+        let out = "[";
+        for (let i = 0; i < value.length; i++) {
+          pathKeys[depth + 1] = i;
+          out += (i === 0 ? "" : ",") + write(value[i], depth + 1, root);
+        }
+        return out + "]";
+      }
+      if (isPlainObject(value)) {
+        const keys = sortedKeys(value);
+        if (keys.length === 0) return "{}";
+        let out = "{";
+        for (let k = 0; k < keys.length; k++) {
+          const key = keys[k];
+          if (hasLoneSurrogate(key)) throw fault("key-surrogate", depth, root);
+          pathKeys[depth + 1] = key;
+          out += (k === 0 ? "" : ",") + JSON.stringify(key) + ":" +
+            write(value[key], depth + 1, root);
+        }
+        return out + "}";
+      }
+      break;
+    }
+  }
+  const name = value === undefined
+    ? "undefined"
+    : (value as { constructor?: { name?: string } })?.constructor?.name ?? typeof value;
+  throw fault("unsupported", depth, root, name);
+}
+
+/**
+ * Serializes a JSON value compactly with sorted keys, re-checking every interoperable JSON rule;
+ * failures are `FORGE_PROTOCOL_INVALID_PAYLOAD` errors whose path starts at `root`.
+ */
+export function encodeJson(value: unknown, root = "payload"): string {
+  return write(value, 0, root);
+}

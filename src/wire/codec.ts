@@ -1,0 +1,240 @@
+/**
+ * Encoding and decoding of whole envelopes: bytes on the Wire are compact UTF-8 JSON with
+ * sorted keys, bounded by a size limit checked before any parsing.
+ *
+ * @module
+ */
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { isPlainObject } from "../endpoint/_json.ts";
+import { compareCodePoints, encodeJson } from "./_json_encode.ts";
+import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
+import { envelopeFromDecoded, ToolEnvelope, type ToolEnvelopeInit } from "./envelope.ts";
+import { validateMessageEnvelope } from "./messages.ts";
+
+/** Options of {@linkcode encodeEnvelope} and {@linkcode decodeEnvelope}. */
+export interface CodecOptions {
+  /** The largest encoded message accepted, in bytes (default 1 MiB). */
+  readonly maxMessageBytes?: number;
+}
+
+const ENVELOPE_FIELDS = new Set([
+  "protocol",
+  "message_type",
+  "request_id",
+  "invocation_id",
+  "attempt_id",
+  "endpoint_id",
+  "endpoint_instance_id",
+  "operation",
+  "sequence",
+  "payload",
+]);
+const OPTIONAL_FIELDS = [
+  "request_id",
+  "invocation_id",
+  "attempt_id",
+  "endpoint_instance_id",
+  "operation",
+  "sequence",
+] as const;
+
+const encoder = new TextEncoder();
+
+/** Checks a byte limit option: a positive integer, else `RangeError`. */
+export function checkByteLimit(value: unknown, name = "max_message_bytes"): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`${name} must be a positive integer`);
+  }
+  return value;
+}
+
+/** Throws `FORGE_PROTOCOL_MESSAGE_TOO_LARGE` when `size` exceeds `maximum`. */
+export function checkMessageSize(size: number, maximum: number): void {
+  if (size > maximum) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.MESSAGE_TOO_LARGE,
+      `message size ${size} exceeds limit ${maximum}`,
+    );
+  }
+}
+
+/** The number of bytes `text` takes in UTF-8 (lone surrogates count as U+FFFD). */
+export function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 2;
+        i++;
+      } else bytes += 2;
+    } else bytes += 2;
+  }
+  return bytes;
+}
+
+/**
+ * The envelope as compact JSON text with sorted keys, re-checking the payload's JSON rules
+ * (a payload changed after construction through a cast is caught here).
+ */
+export function envelopeJson(envelope: ToolEnvelope): string {
+  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
+  const payload = encodeJson(envelope.payload, "payload");
+  let out = "{";
+  if (envelope.attemptId !== undefined) {
+    out += `"attempt_id":${JSON.stringify(envelope.attemptId)},`;
+  }
+  out += `"endpoint_id":${JSON.stringify(envelope.endpointId)},`;
+  if (envelope.endpointInstanceId !== undefined) {
+    out += `"endpoint_instance_id":${JSON.stringify(envelope.endpointInstanceId)},`;
+  }
+  if (envelope.invocationId !== undefined) {
+    out += `"invocation_id":${JSON.stringify(envelope.invocationId)},`;
+  }
+  out += `"message_type":${JSON.stringify(envelope.messageType)},`;
+  if (envelope.operation !== undefined) out += `"operation":${JSON.stringify(envelope.operation)},`;
+  out += `"payload":${payload},"protocol":${JSON.stringify(envelope.protocol)}`;
+  if (envelope.requestId !== undefined) {
+    out += `,"request_id":${JSON.stringify(envelope.requestId)}`;
+  }
+  if (envelope.sequence !== undefined) out += `,"sequence":${envelope.sequence}`;
+  return out + "}";
+}
+
+/**
+ * Encodes an envelope as UTF-8 JSON bytes: compact, keys sorted by code point at every level,
+ * non-ASCII raw. Checks the payload's JSON rules, the typed payload
+ * ({@linkcode validateMessageEnvelope}) and the size limit.
+ *
+ * @example
+ * ```ts
+ * import { encodeEnvelope, ToolEnvelope } from "@forge/tool";
+ * const bytes = encodeEnvelope(
+ *   new ToolEnvelope({
+ *     messageType: "endpoint.unregister",
+ *     requestId: "unregister-1",
+ *     endpointId: "vision.yolo",
+ *     endpointInstanceId: "instance-1",
+ *   }),
+ * );
+ * console.log(new TextDecoder().decode(bytes));
+ * ```
+ */
+export function encodeEnvelope(envelope: ToolEnvelope, options: CodecOptions = {}): Uint8Array {
+  const text = envelopeJson(envelope);
+  validateMessageEnvelope(envelope);
+  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const bytes = encoder.encode(text);
+  checkMessageSize(bytes.length, maximum);
+  return bytes;
+}
+
+/**
+ * The encoded size of an envelope in bytes, after the payload's JSON checks but without the
+ * typed payload validation (what a transport needs to budget a response).
+ */
+export function encodedEnvelopeSize(envelope: ToolEnvelope): number {
+  return utf8Length(envelopeJson(envelope));
+}
+
+/**
+ * Decodes and fully validates one envelope from UTF-8 bytes (or a string). Only
+ * {@linkcode ToolProtocolError} escapes for any bytes; a `TypeError` means the argument was not
+ * bytes or a string, a `RangeError` a bad `maxMessageBytes`.
+ *
+ * Checks, in the reference's order: size (before any parsing), UTF-8, strict JSON (duplicate
+ * keys, non-finite literals, integer range, trailing data), a top-level object, unknown,
+ * missing and explicitly null fields, the header matrix, the payload's JSON rules (depth ≤ 64,
+ * Unicode scalar values, finite numbers), and the typed payload of the message type.
+ *
+ * @example
+ * ```ts
+ * import { decodeEnvelope } from "@forge/tool";
+ * const envelope = decodeEnvelope(
+ *   '{"endpoint_id":"vision.yolo","endpoint_instance_id":"instance-1",' +
+ *     '"message_type":"endpoint.unregister","payload":{},' +
+ *     '"protocol":"forge.tool.endpoint/v1alpha1","request_id":"unregister-1"}',
+ * );
+ * console.log(envelope.messageType); // endpoint.unregister
+ * ```
+ */
+export function decodeEnvelope(
+  data: Uint8Array | ArrayBuffer | string,
+  options: CodecOptions = {},
+): ToolEnvelope {
+  let bytes: Uint8Array;
+  if (typeof data === "string") bytes = encodeUtf8Text(data);
+  else if (data instanceof Uint8Array) bytes = data;
+  else if (data instanceof ArrayBuffer) bytes = new Uint8Array(data);
+  else if (ArrayBuffer.isView(data)) {
+    const view = data as ArrayBufferView;
+    bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  } else throw new TypeError("data must be UTF-8 bytes or a string");
+  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  checkMessageSize(bytes.length, maximum);
+  const parsed = parseStrictJsonBytes(bytes);
+  const envelope = envelopeFromJson(parsed.value, parsed.normalized);
+  validateMessageEnvelope(envelope);
+  return envelope;
+}
+
+/**
+ * @internal Builds an envelope from a parsed top-level JSON value with the decoder's field
+ * checks (unknown, missing, explicit null) and the constructor's header checks.
+ */
+export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvelope {
+  if (!isPlainObject(value)) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.INVALID_MESSAGE,
+      "top-level JSON value must be an object",
+    );
+  }
+  const unknown: string[] = [];
+  for (const key of Object.keys(value)) if (!ENVELOPE_FIELDS.has(key)) unknown.push(key);
+  if (unknown.length > 0) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.INVALID_MESSAGE,
+      `unknown envelope fields: ${unknown.sort(compareCodePoints).join(", ")}`,
+    );
+  }
+  const missing: string[] = [];
+  const messageType = value.message_type;
+  if (!("endpoint_id" in value)) missing.push("endpoint_id");
+  if (
+    !("endpoint_instance_id" in value) &&
+    !(typeof messageType === "string" && messageType.startsWith("tool."))
+  ) missing.push("endpoint_instance_id");
+  if (!("message_type" in value)) missing.push("message_type");
+  if (!("payload" in value)) missing.push("payload");
+  if (!("protocol" in value)) missing.push("protocol");
+  if (missing.length > 0) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.INVALID_MESSAGE,
+      `missing envelope fields: ${missing.join(", ")}`,
+    );
+  }
+  const nulls = OPTIONAL_FIELDS.filter((field) => value[field] === null);
+  if (nulls.length > 0) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.INVALID_MESSAGE,
+      `optional fields must be omitted rather than null: ${nulls.sort().join(", ")}`,
+    );
+  }
+  const init = {
+    protocol: value.protocol ?? null,
+    messageType: value.message_type,
+    payload: value.payload ?? null,
+    requestId: value.request_id,
+    invocationId: value.invocation_id,
+    attemptId: value.attempt_id,
+    endpointId: value.endpoint_id,
+    endpointInstanceId: value.endpoint_instance_id,
+    operation: value.operation,
+    sequence: value.sequence,
+  } as unknown as ToolEnvelopeInit;
+  return envelopeFromDecoded(init, normalized ? "checked" : "decoded");
+}

@@ -1,0 +1,81 @@
+/**
+ * Correlation checks: does a response answer its request, on the same route and identities?
+ *
+ * @module
+ */
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { pairedResponseType, ToolEnvelope } from "./envelope.ts";
+import {
+  controlRequestFromPayload,
+  controlResponseFromPayload,
+  endpointRegistryResponseFromPayload,
+} from "./messages.ts";
+
+function mismatch(path: string, message = "response does not match request"): ToolProtocolError {
+  return new ToolProtocolError(ToolErrorCodes.CORRELATION_MISMATCH, message, path);
+}
+
+const EXECUTION_IDENTITY = [
+  ["request_id", "requestId"],
+  ["invocation_id", "invocationId"],
+  ["attempt_id", "attemptId"],
+  ["endpoint_id", "endpointId"],
+  ["endpoint_instance_id", "endpointInstanceId"],
+  ["operation", "operation"],
+] as const;
+
+/**
+ * Checks that `response` answers the execution request `request`: the paired response type or
+ * `tool.error`, the same request, invocation, attempt, endpoint, instance (absent matches only
+ * absent) and operation, and for control the same command. Violations are
+ * `FORGE_PROTOCOL_CORRELATION_MISMATCH` with the mismatching field as path.
+ */
+export function validateResponseCorrelation(request: ToolEnvelope, response: ToolEnvelope): void {
+  const paired = pairedResponseType(request.messageType);
+  if (paired === undefined) throw new RangeError("request envelope has no paired response type");
+  if (response.messageType !== paired && response.messageType !== "tool.error") {
+    throw mismatch("message_type");
+  }
+  for (const [path, field] of EXECUTION_IDENTITY) {
+    if (request[field] !== response[field]) throw mismatch(path);
+  }
+  if (response.messageType === "tool.control.response") {
+    const { command } = controlRequestFromPayload(request.payload);
+    if (controlResponseFromPayload(response.payload).command !== command) {
+      throw mismatch("payload.response.command");
+    }
+  }
+}
+
+const MANAGEMENT_IDENTITY = [
+  ["request_id", "requestId"],
+  ["endpoint_id", "endpointId"],
+  ["endpoint_instance_id", "endpointInstanceId"],
+] as const;
+
+/**
+ * Checks that an `endpoint.registry.response` answers an `endpoint.register` or
+ * `endpoint.unregister`: same request, endpoint and instance, and the matching operation.
+ */
+export function validateManagementResponseCorrelation(
+  request: ToolEnvelope,
+  response: ToolEnvelope,
+): void {
+  if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+  if (!(response instanceof ToolEnvelope)) throw new TypeError("response must be a ToolEnvelope");
+  const operation = request.messageType === "endpoint.register"
+    ? "register"
+    : request.messageType === "endpoint.unregister"
+    ? "unregister"
+    : undefined;
+  if (operation === undefined) {
+    throw new RangeError("request envelope has no paired Registry response type");
+  }
+  if (response.messageType !== "endpoint.registry.response") throw mismatch("message_type");
+  for (const [path, field] of MANAGEMENT_IDENTITY) {
+    if (request[field] !== response[field]) throw mismatch(path);
+  }
+  if (endpointRegistryResponseFromPayload(response.payload).operation !== operation) {
+    throw mismatch("payload.operation");
+  }
+}

@@ -1,0 +1,395 @@
+/**
+ * Factories for every message: each returns a fully validated envelope (header matrix and typed
+ * payload). Request and event factories take the execution identity, endpoint and operation from
+ * the {@linkcode ToolContext}; response factories copy the correlation identities of the request
+ * they answer.
+ *
+ * @module
+ */
+import type { ToolControlCommand, ToolMessageType } from "../endpoint/constants.ts";
+import {
+  type EndpointRegistryResponse,
+  type EndpointStatus,
+  ToolContext,
+  type ToolControlResponse,
+  type ToolEndpointDescriptor,
+  type ToolError,
+  type ToolEvent,
+  type ToolExecutionStatus,
+  type ToolRequest,
+  type ToolResultResponse,
+} from "../endpoint/models.ts";
+import type { JsonObject } from "../endpoint/_json.ts";
+import { pairedResponseType, ToolEnvelope } from "./envelope.ts";
+import {
+  controlRequestToPayload,
+  controlResponseToPayload,
+  endpointDescriptorToPayload,
+  endpointRegistryResponseToPayload,
+  endpointStatusToPayload,
+  errorToPayload,
+  eventToPayload,
+  invokeRequestToPayload,
+  type InvokeResponse,
+  invokeResponseToPayload,
+  resultResponseToPayload,
+  statusResponseToPayload,
+  validateMessageEnvelope,
+} from "./messages.ts";
+import { validateManagementResponseCorrelation } from "./correlation.ts";
+
+function validated(envelope: ToolEnvelope): ToolEnvelope {
+  validateMessageEnvelope(envelope);
+  return envelope;
+}
+
+function requireContext(context: ToolContext): ToolContext {
+  if (!(context instanceof ToolContext)) throw new TypeError("context must be a ToolContext");
+  return context;
+}
+
+function executionRequest(
+  messageType: ToolMessageType,
+  context: ToolContext,
+  payload: JsonObject,
+  requestId: string,
+  endpointInstanceId: string | undefined,
+): ToolEnvelope {
+  return validated(
+    new ToolEnvelope({
+      messageType,
+      requestId,
+      invocationId: context.invocationId,
+      attemptId: context.attemptId,
+      endpointId: context.endpointId,
+      endpointInstanceId,
+      operation: context.operation,
+      payload,
+    }),
+  );
+}
+
+/** The exchange identity of an execution request. */
+export interface ExecutionRequestOptions {
+  /** The request's exchange identity. */
+  readonly requestId: string;
+  /** The provider instance; `undefined` before the Gateway resolved one. */
+  readonly endpointInstanceId: string | undefined;
+}
+
+/**
+ * A `tool.invoke.request` for `request` under `context`.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   makeInvokeRequestEnvelope,
+ *   ToolContext,
+ *   ToolExecutionKey,
+ *   ToolRequest,
+ * } from "@forge/tool";
+ * const context = new ToolContext({
+ *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
+ *   toolId: "forge.tool.detect",
+ *   implementationId: "yolo",
+ *   endpointId: "vision.yolo",
+ *   operation: "detect",
+ * });
+ * const request = makeInvokeRequestEnvelope(new ToolRequest({ arguments: { class: "cube" } }), context, {
+ *   requestId: "request-1",
+ *   endpointInstanceId: "instance-1",
+ * });
+ * console.log(request.messageType); // tool.invoke.request
+ * ```
+ */
+export function makeInvokeRequestEnvelope(
+  request: ToolRequest,
+  context: ToolContext,
+  options: ExecutionRequestOptions,
+): ToolEnvelope {
+  requireContext(context);
+  return executionRequest(
+    "tool.invoke.request",
+    context,
+    invokeRequestToPayload(request, context),
+    options.requestId,
+    options.endpointInstanceId,
+  );
+}
+
+/** A `tool.status.request` for the execution of `context`. */
+export function makeStatusRequestEnvelope(
+  context: ToolContext,
+  options: ExecutionRequestOptions,
+): ToolEnvelope {
+  requireContext(context);
+  return executionRequest(
+    "tool.status.request",
+    context,
+    {},
+    options.requestId,
+    options.endpointInstanceId,
+  );
+}
+
+/** A `tool.result.request` for the execution of `context`. */
+export function makeResultRequestEnvelope(
+  context: ToolContext,
+  options: ExecutionRequestOptions,
+): ToolEnvelope {
+  requireContext(context);
+  return executionRequest(
+    "tool.result.request",
+    context,
+    {},
+    options.requestId,
+    options.endpointInstanceId,
+  );
+}
+
+/** Options of {@linkcode makeControlRequestEnvelope}. */
+export interface ControlRequestOptions extends ExecutionRequestOptions {
+  /** Why the caller asks, when it says. */
+  readonly reason?: string;
+}
+
+/** A `tool.control.request` (`cancel` for an Action, `stop` for a Session). */
+export function makeControlRequestEnvelope(
+  command: ToolControlCommand,
+  context: ToolContext,
+  options: ControlRequestOptions,
+): ToolEnvelope {
+  requireContext(context);
+  return executionRequest(
+    "tool.control.request",
+    context,
+    controlRequestToPayload(command, options.reason),
+    options.requestId,
+    options.endpointInstanceId,
+  );
+}
+
+/** Options of {@linkcode makeEventEnvelope}. */
+export interface EventEnvelopeOptions {
+  /** The provider instance that emits the event. */
+  readonly endpointInstanceId: string | undefined;
+  /** The event's sequence number within its execution, from 0. */
+  readonly sequence: number;
+}
+
+/** A `tool.event` of the execution of `context` (no request id). */
+export function makeEventEnvelope(
+  event: ToolEvent,
+  context: ToolContext,
+  options: EventEnvelopeOptions,
+): ToolEnvelope {
+  requireContext(context);
+  const payload = eventToPayload(event);
+  return validated(
+    new ToolEnvelope({
+      messageType: "tool.event",
+      invocationId: context.invocationId,
+      attemptId: context.attemptId,
+      endpointId: context.endpointId,
+      endpointInstanceId: options.endpointInstanceId,
+      operation: context.operation,
+      sequence: options.sequence,
+      payload,
+    }),
+  );
+}
+
+/** A `tool.error` about the execution of `context`. */
+export function makeErrorEnvelope(
+  error: ToolError,
+  context: ToolContext,
+  options: ExecutionRequestOptions,
+): ToolEnvelope {
+  requireContext(context);
+  return executionRequest(
+    "tool.error",
+    context,
+    errorToPayload(error),
+    options.requestId,
+    options.endpointInstanceId,
+  );
+}
+
+function correlatedResponse(
+  messageType: ToolMessageType,
+  payload: JsonObject,
+  request: ToolEnvelope,
+): ToolEnvelope {
+  return validated(
+    new ToolEnvelope({
+      messageType,
+      requestId: request.requestId,
+      invocationId: request.invocationId,
+      attemptId: request.attemptId,
+      endpointId: request.endpointId,
+      endpointInstanceId: request.endpointInstanceId,
+      operation: request.operation,
+      payload,
+    }),
+  );
+}
+
+function requireRequest(request: ToolEnvelope, responseType: ToolMessageType): void {
+  if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+  if (pairedResponseType(request.messageType) !== responseType) {
+    const requestType = responseType.replace(/\.response$/, ".request");
+    throw new RangeError(`${responseType} requires a ${requestType} envelope`);
+  }
+}
+
+/** The `tool.invoke.response` answering `request` (a result, an acceptance or a rejection). */
+export function makeInvokeResponseEnvelope(
+  response: InvokeResponse,
+  request: ToolEnvelope,
+): ToolEnvelope {
+  const payload = invokeResponseToPayload(response);
+  requireRequest(request, "tool.invoke.response");
+  return correlatedResponse("tool.invoke.response", payload, request);
+}
+
+/** The `tool.status.response` answering `request`. */
+export function makeStatusResponseEnvelope(
+  status: ToolExecutionStatus,
+  request: ToolEnvelope,
+): ToolEnvelope {
+  const payload = statusResponseToPayload(status);
+  requireRequest(request, "tool.status.response");
+  return correlatedResponse("tool.status.response", payload, request);
+}
+
+/** The `tool.result.response` answering `request`. */
+export function makeResultResponseEnvelope(
+  response: ToolResultResponse,
+  request: ToolEnvelope,
+): ToolEnvelope {
+  const payload = resultResponseToPayload(response);
+  requireRequest(request, "tool.result.response");
+  return correlatedResponse("tool.result.response", payload, request);
+}
+
+/** The `tool.control.response` answering `request`. */
+export function makeControlResponseEnvelope(
+  response: ToolControlResponse,
+  request: ToolEnvelope,
+): ToolEnvelope {
+  const payload = controlResponseToPayload(response);
+  requireRequest(request, "tool.control.response");
+  return correlatedResponse("tool.control.response", payload, request);
+}
+
+/**
+ * The correlated `tool.error` answering any execution request. Needs only the request's generic
+ * envelope, so it also answers a request whose typed payload is invalid.
+ */
+export function makeErrorResponseEnvelope(error: ToolError, request: ToolEnvelope): ToolEnvelope {
+  const payload = errorToPayload(error);
+  if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+  if (pairedResponseType(request.messageType) === undefined) {
+    throw new RangeError("request envelope has no paired error response");
+  }
+  return correlatedResponse("tool.error", payload, request);
+}
+
+/** The identity of a management request. */
+export interface ManagementRequestOptions {
+  /** This process's provider instance. */
+  readonly endpointInstanceId: string;
+  /** The exchange identity. */
+  readonly requestId: string;
+}
+
+/** An `endpoint.register` announcing `descriptor` (announce, upsert and lease renewal). */
+export function makeRegistrationEnvelope(
+  descriptor: ToolEndpointDescriptor,
+  options: ManagementRequestOptions,
+): ToolEnvelope {
+  const payload = endpointDescriptorToPayload(descriptor);
+  return validated(
+    new ToolEnvelope({
+      messageType: "endpoint.register",
+      requestId: options.requestId,
+      endpointId: descriptor.endpointId,
+      endpointInstanceId: options.endpointInstanceId,
+      payload,
+    }),
+  );
+}
+
+/** Options of {@linkcode makeUnregisterEnvelope}. */
+export interface UnregisterOptions extends ManagementRequestOptions {
+  /** The endpoint whose availability ends. */
+  readonly endpointId: string;
+}
+
+/** An `endpoint.unregister` (empty payload). */
+export function makeUnregisterEnvelope(options: UnregisterOptions): ToolEnvelope {
+  return validated(
+    new ToolEnvelope({
+      messageType: "endpoint.unregister",
+      requestId: options.requestId,
+      endpointId: options.endpointId,
+      endpointInstanceId: options.endpointInstanceId,
+    }),
+  );
+}
+
+/**
+ * The `endpoint.registry.response` answering an `endpoint.register` or `endpoint.unregister`;
+ * the response's operation must match the request.
+ */
+export function makeEndpointRegistryResponseEnvelope(
+  response: EndpointRegistryResponse,
+  request: ToolEnvelope,
+): ToolEnvelope {
+  const payload = endpointRegistryResponseToPayload(response);
+  if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+  const operation = request.messageType === "endpoint.register"
+    ? "register"
+    : request.messageType === "endpoint.unregister"
+    ? "unregister"
+    : undefined;
+  if (operation === undefined) {
+    throw new RangeError("request envelope has no paired Registry response");
+  }
+  if (response.operation !== operation) {
+    throw new RangeError(`${request.messageType} requires Registry operation '${operation}'`);
+  }
+  const envelope = validated(
+    new ToolEnvelope({
+      messageType: "endpoint.registry.response",
+      requestId: request.requestId,
+      endpointId: request.endpointId,
+      endpointInstanceId: request.endpointInstanceId,
+      payload,
+    }),
+  );
+  validateManagementResponseCorrelation(request, envelope);
+  return envelope;
+}
+
+/** Options of {@linkcode makeEndpointStatusEnvelope}. */
+export interface EndpointStatusOptions {
+  /** This process's provider instance. */
+  readonly endpointInstanceId: string;
+}
+
+/** An unsolicited `endpoint.status` health snapshot (no request id). */
+export function makeEndpointStatusEnvelope(
+  status: EndpointStatus,
+  options: EndpointStatusOptions,
+): ToolEnvelope {
+  const payload = endpointStatusToPayload(status);
+  return validated(
+    new ToolEnvelope({
+      messageType: "endpoint.status",
+      endpointId: status.endpointId,
+      endpointInstanceId: options.endpointInstanceId,
+      payload,
+    }),
+  );
+}

@@ -1,0 +1,682 @@
+/**
+ * The typed payloads of the 14 message types: closed schemas, conditional fields, and the
+ * `…ToPayload` / `…FromPayload` adapters between payload JSON and the models.
+ *
+ * Decoders report every violation as `FORGE_PROTOCOL_INVALID_PAYLOAD` at the failing path
+ * (`payload.result.outputs`, `payload.descriptor.operations[0]`, …), with the model's own
+ * validation message when a model rejects a value.
+ *
+ * @module
+ */
+import { TOOL_ENDPOINT_PROTOCOL, type ToolControlCommand } from "../endpoint/constants.ts";
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import {
+  copyJson,
+  isAdoptingJson,
+  isBlank,
+  isMapping,
+  isPlainObject,
+  type JsonObject,
+  wireFaults,
+  withAdoptedJson,
+} from "../endpoint/_json.ts";
+import {
+  EndpointRegistryResponse,
+  EndpointStatus,
+  ToolAccepted,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolError,
+  ToolEvent,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../endpoint/models.ts";
+import { compareCodePoints } from "./_json_encode.ts";
+import { ToolEnvelope } from "./envelope.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Primitives
+
+function invalidPayload(message: string, path: string): ToolProtocolError {
+  return new ToolProtocolError(ToolErrorCodes.INVALID_PAYLOAD, message, path);
+}
+
+/** Normalizes a raw value with the Wire's JSON rules (skipped for an envelope's own payload). */
+function normalized(value: unknown, path: string): unknown {
+  return isAdoptingJson() ? value : copyJson(value, path, wireFaults);
+}
+
+/** The value at `path` as an object, or `"must be an object"`. */
+function objectAt(value: unknown, path: string): Record<string, unknown> {
+  if (!isPlainObject(value)) throw invalidPayload("must be an object", path);
+  return value;
+}
+
+/** Normalizes then requires an object: the entry of every public decoder. */
+function rootObject(value: unknown, path: string): Record<string, unknown> {
+  return objectAt(normalized(value, path), path);
+}
+
+/** Checks an object's field set: unknown fields first, then missing ones. */
+function closedFields(
+  object: Record<string, unknown>,
+  path: string,
+  required: readonly string[],
+  optional: readonly string[] = [],
+): void {
+  const unknown: string[] = [];
+  for (const key of Object.keys(object)) {
+    if (!required.includes(key) && !optional.includes(key)) unknown.push(key);
+  }
+  const missing = required.filter((key) => !(key in object));
+  if (unknown.length === 0 && missing.length === 0) return;
+  const parts: string[] = [];
+  if (unknown.length > 0) {
+    parts.push(`unknown fields: ${unknown.sort(compareCodePoints).join(", ")}`);
+  }
+  if (missing.length > 0) {
+    parts.push(`missing fields: ${missing.sort(compareCodePoints).join(", ")}`);
+  }
+  throw invalidPayload(parts.join("; "), path);
+}
+
+/** Builds a model, turning its `TypeError`/`RangeError` into `INVALID_PAYLOAD` at `path`. */
+function construct<T>(path: string, build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) {
+      throw invalidPayload(error.message, path);
+    }
+    throw error;
+  }
+}
+
+function has(object: Record<string, unknown>, key: string): boolean {
+  return Object.hasOwn(object, key);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ToolError, ToolResult, ToolExecutionStatus (shared parts)
+
+/** The payload form of a {@linkcode ToolError}: `{code, message, retryable, details}`. */
+export function toolErrorToPayload(error: ToolError): JsonObject {
+  if (!(error instanceof ToolError)) throw new TypeError("error must be a ToolError");
+  return {
+    code: error.code,
+    message: error.message,
+    retryable: error.retryable,
+    details: error.details,
+  };
+}
+
+function readToolError(value: unknown, path: string): ToolError {
+  const object = objectAt(value, path);
+  closedFields(object, path, ["code", "message", "retryable", "details"]);
+  const details = objectAt(object.details, `${path}.details`);
+  return construct(path, () =>
+    new ToolError({
+      code: object.code as string,
+      message: object.message as string,
+      retryable: object.retryable as boolean,
+      details,
+    }));
+}
+
+/** Decodes a {@linkcode ToolError} object found at `path` (default `payload.error`). */
+export function toolErrorFromPayload(value: unknown, path = "payload.error"): ToolError {
+  return readToolError(normalized(value, path), path);
+}
+
+/** The payload form of a {@linkcode ToolResult}: `{status, outputs}` and `error` when failed. */
+export function toolResultToPayload(result: ToolResult): JsonObject {
+  if (!(result instanceof ToolResult)) throw new TypeError("result must be a ToolResult");
+  return result.error === undefined
+    ? { status: result.status, outputs: result.outputs }
+    : { status: result.status, outputs: result.outputs, error: toolErrorToPayload(result.error) };
+}
+
+function readToolResult(value: unknown, path: string): ToolResult {
+  const object = objectAt(value, path);
+  closedFields(object, path, ["status", "outputs"], ["error"]);
+  const error = has(object, "error") ? readToolError(object.error, `${path}.error`) : undefined;
+  const outputs = objectAt(object.outputs, `${path}.outputs`);
+  return construct(
+    path,
+    () =>
+      new ToolResult(
+        { status: object.status, outputs, error } as ConstructorParameters<
+          typeof ToolResult
+        >[0],
+      ),
+  );
+}
+
+/** Decodes a {@linkcode ToolResult} object found at `path` (default `payload.result`). */
+export function toolResultFromPayload(value: unknown, path = "payload.result"): ToolResult {
+  return readToolResult(normalized(value, path), path);
+}
+
+/** The payload form of a {@linkcode ToolExecutionStatus}: `{phase, details}` and `error`. */
+export function executionStatusToPayload(status: ToolExecutionStatus): JsonObject {
+  if (!(status instanceof ToolExecutionStatus)) {
+    throw new TypeError("status must be a ToolExecutionStatus");
+  }
+  return status.error === undefined
+    ? { phase: status.phase, details: status.details }
+    : { phase: status.phase, details: status.details, error: toolErrorToPayload(status.error) };
+}
+
+function readExecutionStatus(value: unknown, path: string): ToolExecutionStatus {
+  const object = objectAt(value, path);
+  closedFields(object, path, ["phase", "details"], ["error"]);
+  const error = has(object, "error") ? readToolError(object.error, `${path}.error`) : undefined;
+  const details = objectAt(object.details, `${path}.details`);
+  return construct(
+    path,
+    () =>
+      new ToolExecutionStatus(
+        { phase: object.phase, details, error } as ConstructorParameters<
+          typeof ToolExecutionStatus
+        >[0],
+      ),
+  );
+}
+
+/** Decodes a {@linkcode ToolExecutionStatus} object found at `path` (default `payload.status`). */
+export function executionStatusFromPayload(
+  value: unknown,
+  path = "payload.status",
+): ToolExecutionStatus {
+  return readExecutionStatus(normalized(value, path), path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// tool.invoke.request
+
+/**
+ * The payload form of a {@linkcode ToolContext}: `tool_id`, `implementation_id`, `metadata`, and
+ * `caller_id` / `deadline_ms` when present. The execution identity, endpoint and operation
+ * travel in the envelope headers, never here.
+ */
+export function toolContextToPayload(context: ToolContext): JsonObject {
+  if (!(context instanceof ToolContext)) throw new TypeError("context must be a ToolContext");
+  const out: Record<string, unknown> = {
+    tool_id: context.toolId,
+    implementation_id: context.implementationId,
+    metadata: context.metadata,
+  };
+  if (context.callerId !== undefined) out.caller_id = context.callerId;
+  if (context.deadlineMs !== undefined) out.deadline_ms = context.deadlineMs;
+  return out as JsonObject;
+}
+
+/** The payload of `tool.invoke.request`: `{arguments, context}`. */
+export function invokeRequestToPayload(request: ToolRequest, context: ToolContext): JsonObject {
+  if (!(request instanceof ToolRequest)) throw new TypeError("request must be a ToolRequest");
+  return { arguments: request.arguments, context: toolContextToPayload(context) };
+}
+
+/** The request and context an invoke request carries. */
+export interface InvokeRequestParts {
+  /** The tool arguments. */
+  readonly request: ToolRequest;
+  /** The context, with the execution identity taken from the envelope headers. */
+  readonly context: ToolContext;
+}
+
+/** Decodes the {@linkcode ToolRequest} and {@linkcode ToolContext} of a `tool.invoke.request`. */
+export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequestParts {
+  if (!(envelope instanceof ToolEnvelope) || envelope.messageType !== "tool.invoke.request") {
+    throw new RangeError("envelope must be tool.invoke.request");
+  }
+  // An envelope's payload is already normalized; the models copy what they keep.
+  const payload = objectAt(envelope.payload, "payload");
+  closedFields(payload, "payload", ["arguments", "context"]);
+  const args = objectAt(payload.arguments, "payload.arguments");
+  const context = objectAt(payload.context, "payload.context");
+  closedFields(
+    context,
+    "payload.context",
+    ["tool_id", "implementation_id", "metadata"],
+    ["caller_id", "deadline_ms"],
+  );
+  const metadata = objectAt(context.metadata, "payload.context.metadata");
+  const request = construct("payload.arguments", () => new ToolRequest({ arguments: args }));
+  const toolContext = construct("payload.context", () =>
+    new ToolContext({
+      executionKey: new ToolExecutionKey({
+        invocationId: envelope.invocationId!,
+        attemptId: envelope.attemptId!,
+      }),
+      toolId: context.tool_id as string,
+      implementationId: context.implementation_id as string,
+      endpointId: envelope.endpointId,
+      operation: envelope.operation!,
+      callerId: (context.caller_id ?? undefined) as string | undefined,
+      deadlineMs: (context.deadline_ms ?? undefined) as number | undefined,
+      metadata,
+    }));
+  return { request, context: toolContext };
+}
+
+// ---------------------------------------------------------------------------------------------
+// tool.invoke.response
+
+/** What a `tool.invoke.response` answers: a terminal result, an acceptance, or a rejection. */
+export type InvokeResponse = ToolResult | ToolAccepted | ToolError;
+
+/**
+ * The payload of `tool.invoke.response`: `{outcome: "completed", result}` for a
+ * {@linkcode ToolResult}, `{outcome: "accepted", accepted: {details}}` for a
+ * {@linkcode ToolAccepted}, `{outcome: "rejected", error}` for a {@linkcode ToolError}.
+ */
+export function invokeResponseToPayload(response: InvokeResponse): JsonObject {
+  if (response instanceof ToolResult) {
+    return { outcome: "completed", result: toolResultToPayload(response) };
+  }
+  if (response instanceof ToolAccepted) {
+    return { outcome: "accepted", accepted: { details: response.details } };
+  }
+  if (response instanceof ToolError) {
+    return { outcome: "rejected", error: toolErrorToPayload(response) };
+  }
+  throw new TypeError("response must be a ToolResult, ToolAccepted, or ToolError");
+}
+
+/** Decodes the payload of `tool.invoke.response`. */
+export function invokeResponseFromPayload(payload: unknown): InvokeResponse {
+  const object = rootObject(payload, "payload");
+  switch (object.outcome) {
+    case "completed":
+      closedFields(object, "payload", ["outcome", "result"]);
+      return readToolResult(object.result, "payload.result");
+    case "accepted": {
+      closedFields(object, "payload", ["outcome", "accepted"]);
+      const accepted = objectAt(object.accepted, "payload.accepted");
+      closedFields(accepted, "payload.accepted", ["details"]);
+      const details = objectAt(accepted.details, "payload.accepted.details");
+      return construct("payload.accepted", () => new ToolAccepted({ details }));
+    }
+    case "rejected":
+      closedFields(object, "payload", ["outcome", "error"]);
+      return readToolError(object.error, "payload.error");
+    default:
+      throw invalidPayload("outcome must be completed, accepted, or rejected", "payload.outcome");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Status, result, error, control, event
+
+/** The payload of `tool.status.response`: `{status}`. */
+export function statusResponseToPayload(status: ToolExecutionStatus): JsonObject {
+  return { status: executionStatusToPayload(status) };
+}
+
+/** Decodes the payload of `tool.status.response`. */
+export function statusResponseFromPayload(payload: unknown): ToolExecutionStatus {
+  const object = rootObject(payload, "payload");
+  closedFields(object, "payload", ["status"]);
+  return readExecutionStatus(object.status, "payload.status");
+}
+
+/** The payload of `tool.result.response`: `{status}` and `result` when available. */
+export function resultResponseToPayload(response: ToolResultResponse): JsonObject {
+  if (!(response instanceof ToolResultResponse)) {
+    throw new TypeError("response must be a ToolResultResponse");
+  }
+  return response.result === undefined
+    ? { status: response.status }
+    : { status: response.status, result: toolResultToPayload(response.result) };
+}
+
+/** Decodes the payload of `tool.result.response`. */
+export function resultResponseFromPayload(payload: unknown): ToolResultResponse {
+  const object = rootObject(payload, "payload");
+  closedFields(object, "payload", ["status"], ["result"]);
+  const result = has(object, "result")
+    ? readToolResult(object.result, "payload.result")
+    : undefined;
+  return construct(
+    "payload",
+    () =>
+      new ToolResultResponse(
+        { status: object.status, result } as ConstructorParameters<
+          typeof ToolResultResponse
+        >[0],
+      ),
+  );
+}
+
+/** The payload of `tool.error`: `{error}`. */
+export function errorToPayload(error: ToolError): JsonObject {
+  return { error: toolErrorToPayload(error) };
+}
+
+/** Decodes the payload of `tool.error`. */
+export function errorFromPayload(payload: unknown): ToolError {
+  const object = rootObject(payload, "payload");
+  closedFields(object, "payload", ["error"]);
+  return readToolError(object.error, "payload.error");
+}
+
+/** The command and optional reason of a `tool.control.request`. */
+export interface ControlRequest {
+  /** `cancel` (Action) or `stop` (Session). */
+  readonly command: ToolControlCommand;
+  /** Why, when the caller said. */
+  readonly reason: string | undefined;
+}
+
+/** The payload of `tool.control.request`: `{command}` and `reason` when given. */
+export function controlRequestToPayload(command: ToolControlCommand, reason?: string): JsonObject {
+  if (command !== "cancel" && command !== "stop") {
+    throw new RangeError(`unsupported tool control command: '${String(command)}'`);
+  }
+  if (reason === undefined || reason === null) return { command };
+  if (typeof reason !== "string" || isBlank(reason)) {
+    throw new RangeError("reason must be a non-empty string when provided");
+  }
+  return copyJson({ command, reason }, "payload", wireFaults) as JsonObject;
+}
+
+/** Decodes the payload of `tool.control.request`. */
+export function controlRequestFromPayload(payload: unknown): ControlRequest {
+  const object = rootObject(payload, "payload");
+  closedFields(object, "payload", ["command"], ["reason"]);
+  const command = object.command;
+  if (command !== "cancel" && command !== "stop") {
+    throw invalidPayload("command must be cancel or stop", "payload.command");
+  }
+  const reason = object.reason;
+  if (reason === undefined || reason === null) return { command, reason: undefined };
+  if (typeof reason !== "string" || isBlank(reason)) {
+    throw invalidPayload("must be a non-empty string", "payload.reason");
+  }
+  return { command, reason };
+}
+
+/** The payload of `tool.control.response`: `{response: {command, status, details, error?}}`. */
+export function controlResponseToPayload(response: ToolControlResponse): JsonObject {
+  if (!(response instanceof ToolControlResponse)) {
+    throw new TypeError("response must be a ToolControlResponse");
+  }
+  const inner: Record<string, unknown> = {
+    command: response.command,
+    status: response.status,
+    details: response.details,
+  };
+  if (response.error !== undefined) inner.error = toolErrorToPayload(response.error);
+  return { response: inner as JsonObject };
+}
+
+/** Decodes the payload of `tool.control.response`. */
+export function controlResponseFromPayload(payload: unknown): ToolControlResponse {
+  const object = rootObject(payload, "payload");
+  closedFields(object, "payload", ["response"]);
+  const inner = objectAt(object.response, "payload.response");
+  closedFields(inner, "payload.response", ["command", "status", "details"], ["error"]);
+  const error = has(inner, "error")
+    ? readToolError(inner.error, "payload.response.error")
+    : undefined;
+  const details = objectAt(inner.details, "payload.response.details");
+  return construct("payload.response", () =>
+    new ToolControlResponse(
+      { command: inner.command, status: inner.status, error, details } as ConstructorParameters<
+        typeof ToolControlResponse
+      >[0],
+    ));
+}
+
+/** The payload of `tool.event`: `{type, data}` (the sequence lives in the envelope). */
+export function eventToPayload(event: ToolEvent): JsonObject {
+  if (!(event instanceof ToolEvent)) throw new TypeError("event must be a ToolEvent");
+  return { type: event.type, data: event.data };
+}
+
+/** Decodes the payload of `tool.event`. */
+export function eventFromPayload(payload: unknown): ToolEvent {
+  const object = rootObject(payload, "payload");
+  closedFields(object, "payload", ["type", "data"]);
+  const data = objectAt(object.data, "payload.data");
+  return construct(
+    "payload",
+    () => new ToolEvent({ type: object.type, data } as ConstructorParameters<typeof ToolEvent>[0]),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Management messages
+
+/** The payload of `endpoint.status`: `{status: {state, active_invocations, details}}`. */
+export function endpointStatusToPayload(status: EndpointStatus): JsonObject {
+  if (!(status instanceof EndpointStatus)) throw new TypeError("status must be an EndpointStatus");
+  return {
+    status: {
+      state: status.state,
+      active_invocations: status.activeInvocations,
+      details: status.details,
+    },
+  };
+}
+
+/** Decodes the {@linkcode EndpointStatus} of an `endpoint.status` (endpoint from the header). */
+export function endpointStatusFromEnvelope(envelope: ToolEnvelope): EndpointStatus {
+  if (!(envelope instanceof ToolEnvelope) || envelope.messageType !== "endpoint.status") {
+    throw new RangeError("envelope must be endpoint.status");
+  }
+  const object = objectAt(envelope.payload, "payload");
+  closedFields(object, "payload", ["status"]);
+  const inner = objectAt(object.status, "payload.status");
+  closedFields(inner, "payload.status", ["state", "active_invocations", "details"]);
+  const details = objectAt(inner.details, "payload.status.details");
+  return construct("payload.status", () =>
+    new EndpointStatus(
+      {
+        endpointId: envelope.endpointId,
+        state: inner.state,
+        activeInvocations: inner.active_invocations,
+        details,
+      } as ConstructorParameters<typeof EndpointStatus>[0],
+    ));
+}
+
+/**
+ * The payload of `endpoint.registry.response`: `operation`, `status`, `registry_revision`, and
+ * `lease_ttl_ms` / `error` only when present.
+ */
+export function endpointRegistryResponseToPayload(response: EndpointRegistryResponse): JsonObject {
+  if (!(response instanceof EndpointRegistryResponse)) {
+    throw new TypeError("response must be an EndpointRegistryResponse");
+  }
+  const out: Record<string, unknown> = {
+    operation: response.operation,
+    status: response.status,
+    registry_revision: response.registryRevision,
+  };
+  if (response.leaseTtlMs !== undefined) out.lease_ttl_ms = response.leaseTtlMs;
+  if (response.error !== undefined) out.error = toolErrorToPayload(response.error);
+  return out as JsonObject;
+}
+
+/** Decodes the payload of `endpoint.registry.response`. */
+export function endpointRegistryResponseFromPayload(payload: unknown): EndpointRegistryResponse {
+  const object = rootObject(payload, "payload");
+  closedFields(
+    object,
+    "payload",
+    ["operation", "status", "registry_revision"],
+    ["lease_ttl_ms", "error"],
+  );
+  for (const field of ["lease_ttl_ms", "error"]) {
+    if (has(object, field) && object[field] === null) {
+      throw invalidPayload("must be omitted rather than null", `payload.${field}`);
+    }
+  }
+  const error = has(object, "error") ? readToolError(object.error, "payload.error") : undefined;
+  return construct("payload", () =>
+    new EndpointRegistryResponse(
+      {
+        operation: object.operation,
+        status: object.status,
+        registryRevision: object.registry_revision,
+        leaseTtlMs: object.lease_ttl_ms,
+        error,
+      } as ConstructorParameters<typeof EndpointRegistryResponse>[0],
+    ));
+}
+
+/**
+ * The payload of `endpoint.register`: `{descriptor: {protocol_version, endpoint_id, operations}}`
+ * with all six fields of every operation.
+ */
+export function endpointDescriptorToPayload(descriptor: ToolEndpointDescriptor): JsonObject {
+  if (!(descriptor instanceof ToolEndpointDescriptor)) {
+    throw new TypeError("descriptor must be a ToolEndpointDescriptor");
+  }
+  if (descriptor.protocolVersion !== TOOL_ENDPOINT_PROTOCOL) {
+    throw unsupportedDescriptorVersion(descriptor.protocolVersion);
+  }
+  return {
+    descriptor: {
+      protocol_version: descriptor.protocolVersion,
+      endpoint_id: descriptor.endpointId,
+      operations: descriptor.operations.map((operation) => ({
+        name: operation.name,
+        semantics: operation.semantics,
+        cancellable: operation.cancellable,
+        stoppable: operation.stoppable,
+        status_supported: operation.statusSupported,
+        max_concurrency: operation.maxConcurrency,
+      })),
+    },
+  };
+}
+
+function unsupportedDescriptorVersion(found: unknown): ToolProtocolError {
+  return new ToolProtocolError(
+    ToolErrorCodes.UNSUPPORTED_VERSION,
+    `expected '${TOOL_ENDPOINT_PROTOCOL}', found ${pyReprShort(found)}`,
+    "payload.descriptor.protocol_version",
+  );
+}
+
+function pyReprShort(value: unknown): string {
+  return typeof value === "string" ? `'${value}'` : String(value);
+}
+
+const OPERATION_FIELDS = [
+  "name",
+  "semantics",
+  "cancellable",
+  "stoppable",
+  "status_supported",
+  "max_concurrency",
+] as const;
+
+/** Decodes the payload of `endpoint.register` into a {@linkcode ToolEndpointDescriptor}. */
+export function endpointDescriptorFromPayload(payload: unknown): ToolEndpointDescriptor {
+  if (!isMapping(payload)) {
+    throw invalidPayload("registration payload must be an object", "payload");
+  }
+  if (payload instanceof Map) {
+    for (const key of payload.keys()) {
+      if (typeof key !== "string") throw invalidPayload("object keys must be strings", "payload");
+    }
+    payload = Object.fromEntries(payload);
+  }
+  const object = payload as Record<string, unknown>;
+  closedFields(object, "payload", ["descriptor"]);
+  const descriptor = objectAt(object.descriptor, "payload.descriptor");
+  closedFields(descriptor, "payload.descriptor", ["protocol_version", "endpoint_id", "operations"]);
+  if (descriptor.protocol_version !== TOOL_ENDPOINT_PROTOCOL) {
+    throw unsupportedDescriptorVersion(descriptor.protocol_version);
+  }
+  const operations = descriptor.operations;
+  if (!Array.isArray(operations)) {
+    throw invalidPayload("must be an array", "payload.descriptor.operations");
+  }
+  const parsed = operations.map((value, index) => {
+    const path = `payload.descriptor.operations[${index}]`;
+    const operation = objectAt(value, path);
+    closedFields(operation, path, OPERATION_FIELDS);
+    return construct(path, () =>
+      new ToolOperationDescriptor(
+        {
+          name: operation.name,
+          semantics: operation.semantics,
+          cancellable: operation.cancellable,
+          stoppable: operation.stoppable,
+          statusSupported: operation.status_supported,
+          maxConcurrency: operation.max_concurrency,
+        } as ConstructorParameters<typeof ToolOperationDescriptor>[0],
+      ));
+  });
+  return construct("payload.descriptor", () =>
+    new ToolEndpointDescriptor({
+      protocolVersion: descriptor.protocol_version as string,
+      endpointId: descriptor.endpoint_id as string,
+      operations: parsed,
+    }));
+}
+
+/**
+ * Checks an `endpoint.register` envelope and returns its descriptor: the descriptor's
+ * `endpoint_id` must equal the envelope's.
+ */
+export function validateRegistrationEnvelope(envelope: ToolEnvelope): ToolEndpointDescriptor {
+  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
+  if (envelope.messageType !== "endpoint.register") {
+    throw new ToolProtocolError(
+      ToolErrorCodes.INVALID_MESSAGE,
+      "expected endpoint.register",
+      "message_type",
+    );
+  }
+  const descriptor = endpointDescriptorFromPayload(envelope.payload);
+  if (descriptor.endpointId !== envelope.endpointId) {
+    throw invalidPayload(
+      "descriptor endpoint_id must match envelope endpoint_id",
+      "payload.descriptor.endpoint_id",
+    );
+  }
+  return descriptor;
+}
+
+function emptyPayload(payload: JsonObject): void {
+  closedFields(payload as Record<string, unknown>, "payload", []);
+}
+
+const VALIDATORS: Readonly<Record<string, (envelope: ToolEnvelope) => unknown>> = {
+  "endpoint.register": validateRegistrationEnvelope,
+  "endpoint.unregister": (envelope) => emptyPayload(envelope.payload),
+  "endpoint.registry.response": (envelope) => endpointRegistryResponseFromPayload(envelope.payload),
+  "endpoint.status": endpointStatusFromEnvelope,
+  "tool.invoke.request": invokeRequestFromEnvelope,
+  "tool.invoke.response": (envelope) => invokeResponseFromPayload(envelope.payload),
+  "tool.status.request": (envelope) => emptyPayload(envelope.payload),
+  "tool.status.response": (envelope) => statusResponseFromPayload(envelope.payload),
+  "tool.result.request": (envelope) => emptyPayload(envelope.payload),
+  "tool.result.response": (envelope) => resultResponseFromPayload(envelope.payload),
+  "tool.control.request": (envelope) => controlRequestFromPayload(envelope.payload),
+  "tool.control.response": (envelope) => controlResponseFromPayload(envelope.payload),
+  "tool.event": (envelope) => eventFromPayload(envelope.payload),
+  "tool.error": (envelope) => errorFromPayload(envelope.payload),
+};
+
+/**
+ * Checks the typed payload of an envelope against its message type's closed schema; throws a
+ * {@linkcode ToolProtocolError} (`FORGE_PROTOCOL_INVALID_PAYLOAD`, or
+ * `FORGE_PROTOCOL_UNSUPPORTED_VERSION` for a descriptor of another protocol).
+ */
+export function validateMessageEnvelope(envelope: ToolEnvelope): void {
+  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
+  // The payload was checked when the envelope was built: the models built here only validate.
+  withAdoptedJson(() => VALIDATORS[envelope.messageType](envelope));
+}
