@@ -40,3 +40,11 @@ export {
 export * from "./src/wire/messages.ts";
 export * from "./src/wire/factories.ts";
 export * from "./src/wire/correlation.ts";
+export {
+  type CloseOptions,
+  type DispatchOptions,
+  ToolEndpointHandler,
+  type ToolEndpointHandlerOptions,
+  type ToolEndpointHandlerState,
+  type ToolEventSink,
+} from "./src/handler/handler.ts";

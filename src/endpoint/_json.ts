@@ -13,6 +13,7 @@ export type JsonPrimitive = null | boolean | number | string;
 export type JsonArray = readonly JsonValue[];
 /** A JSON object (read-only: values held by this package are frozen). */
 export interface JsonObject {
+  /** A member's JSON value. */
   readonly [key: string]: JsonValue;
 }
 /** Any JSON value. */
@@ -22,8 +23,8 @@ export type JsonValue = JsonPrimitive | JsonArray | JsonObject;
 // U+001C..U+001F): a string made only of these is blank.
 const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
 // Python's str.isspace() set, used by the handler's endpoint_instance_id check.
-// deno-lint-ignore no-control-regex -- U+001C..U+001F are whitespace to Python.
 const PY_SPACE =
+  // deno-lint-ignore no-control-regex -- U+001C..U+001F are whitespace to Python.
   /^[\t\n\v\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -249,4 +250,31 @@ export function withAdoptedJson<T>(fn: () => T): T {
 /** @internal True while {@linkcode withAdoptedJson} runs. */
 export function isAdoptingJson(): boolean {
   return adopting;
+}
+
+/**
+ * Structural equality of JSON values and models (same prototype, same own enumerable fields,
+ * recursively), the equality the reference's frozen dataclasses have.
+ */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) {
+    return typeof a === "number" && typeof b === "number" && Number.isNaN(a) && Number.isNaN(b);
+  }
+  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    if (a.length !== other.length) return false;
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], other[i])) return false;
+    return true;
+  }
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) {
+    if (!Object.hasOwn(b, key)) return false;
+    if (!deepEqual((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) {
+      return false;
+    }
+  }
+  return true;
 }

@@ -1,0 +1,1107 @@
+/**
+ * The transport-independent provider handler: routes execution requests to Query, Action and
+ * Session providers, and guards admission, duplicate suppression, ordering, immutability and
+ * bounded retention of every execution it admits.
+ *
+ * @module
+ */
+import {
+  type TerminalExecutionPhase,
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolControlCommand,
+} from "../endpoint/constants.ts";
+import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { deepEqual, hasLoneSurrogate, isPythonSpace } from "../endpoint/_json.ts";
+import {
+  isTerminalPhase,
+  ToolAccepted,
+  type ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolError,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  type ToolOperationDescriptor,
+  ToolResult,
+  ToolResultResponse,
+  validateExecutionResult,
+} from "../endpoint/models.ts";
+import type {
+  ActionToolEndpoint,
+  QueryToolEndpoint,
+  SessionToolEndpoint,
+  ToolCallOptions,
+  ToolEndpointImplementation,
+} from "../endpoint/spi.ts";
+import { ToolEnvelope } from "../wire/envelope.ts";
+import {
+  makeControlResponseEnvelope,
+  makeErrorResponseEnvelope,
+  makeInvokeResponseEnvelope,
+  makeResultResponseEnvelope,
+  makeStatusResponseEnvelope,
+} from "../wire/factories.ts";
+import {
+  controlRequestFromPayload,
+  invokeRequestFromEnvelope,
+  type InvokeResponse,
+  validateMessageEnvelope,
+} from "../wire/messages.ts";
+import { pyRepr } from "../wire/_repr.ts";
+import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+
+export type { ToolEventSink } from "./_emitter.ts";
+
+/** Options of {@linkcode ToolEndpointHandler}. */
+export interface ToolEndpointHandlerOptions {
+  /** This process's provider instance: requests for another instance are refused. */
+  readonly endpointInstanceId: string;
+  /** One implementation per declared operation, by operation name (a record or a `Map`). */
+  readonly operations:
+    | Readonly<Record<string, ToolEndpointImplementation>>
+    | ReadonlyMap<string, ToolEndpointImplementation>;
+  /** Events an execution may emit before it is accepted (default 32). */
+  readonly maxEarlyEvents?: number;
+  /** Action and Session executions retained for duplicate suppression (default 1024). */
+  readonly maxRetainedExecutions?: number;
+  /**
+   * Enforce `deadline_ms` (default false): an invoke whose deadline has passed is rejected with
+   * `FORGE_ENDPOINT_DEADLINE_EXCEEDED` before the provider is called, and the provider's signal
+   * aborts when the deadline passes during the work.
+   */
+  readonly enforceDeadlines?: boolean;
+  /** The wall clock in Unix epoch milliseconds, for deadlines (default `Date.now`). */
+  readonly now?: () => number;
+}
+
+/** Options of {@linkcode ToolEndpointHandler.dispatch}. */
+export interface DispatchOptions {
+  /** Publishes events emitted after acceptance (required for late Action/Session events). */
+  readonly eventSink?: ToolEventSink;
+  /**
+   * Abandons the dispatch: when it aborts while `start()` is pending, the execution converges to
+   * `unknown` (waking duplicates), the provider's signal aborts, and the dispatch rejects with
+   * the signal's reason.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of {@linkcode ToolEndpointHandler.close}. */
+export interface CloseOptions {
+  /** How long to wait for in-flight provider calls to settle, in milliseconds (default 5000). */
+  readonly graceMs?: number;
+}
+
+/** A read-only snapshot of a handler's state, for health reporting. */
+export interface ToolEndpointHandlerState {
+  /** True once {@linkcode ToolEndpointHandler.close} was called. */
+  readonly closed: boolean;
+  /** Admission permits in use per Action/Session operation (admitted, not yet terminal). */
+  readonly permitsInUse: Readonly<Record<string, number>>;
+  /** `max_concurrency` per Action/Session operation. */
+  readonly maxConcurrency: Readonly<Record<string, number>>;
+  /** Query calls in progress per Query operation. */
+  readonly activeQueries: Readonly<Record<string, number>>;
+  /** Executions in progress: permits in use plus Query calls in progress. */
+  readonly activeInvocations: number;
+  /** Records in the execution ledger. */
+  readonly retainedExecutions: number;
+  /** The ledger's bound. */
+  readonly maxRetainedExecutions: number;
+  /** True when every Action/Session operation has all its permits in use. */
+  readonly saturated: boolean;
+}
+
+/** One Action/Session execution known to the handler (an admitted invoke or an observation). */
+interface ExecutionRecord {
+  readonly keyId: string;
+  readonly key: ToolExecutionKey;
+  readonly operation: string;
+  readonly invoked: boolean;
+  permitHeld: boolean;
+  outcome: InvokeResponse | undefined;
+  ready: PromiseWithResolvers<void> | undefined;
+  settled: boolean;
+  status: ToolExecutionStatus | undefined;
+  result: ToolResult | undefined;
+  emitter: ExecutionEmitter | undefined;
+  abort: AbortController | undefined;
+  deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+}
+
+const REQUIRED_METHODS: Readonly<Record<string, readonly string[]>> = {
+  query: ["query"],
+  action: ["start", "cancel", "status", "result"],
+  session: ["start", "stop", "status", "result"],
+};
+
+const UNKNOWN_START_ERROR = {
+  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+  message: "Start failed after dispatch; the execution outcome cannot be recovered",
+  retryable: false,
+} as const;
+
+function checkPositive(value: unknown, name: string): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`${name} must be a positive integer`);
+  }
+  return value;
+}
+
+function protocolErrorResponse(error: ToolProtocolError, request: ToolEnvelope): ToolEnvelope {
+  return makeErrorResponseEnvelope(
+    new ToolError({
+      code: error.code,
+      message: error.message,
+      retryable: false,
+      details: error.path === undefined ? {} : { path: error.path },
+    }),
+    request,
+  );
+}
+
+function rejection(code: string, message: string, retryable: boolean): ToolError {
+  return new ToolError({ code, message, retryable });
+}
+
+/**
+ * The provider side of the ToolEndpoint Wire for one endpoint instance.
+ *
+ * Route trust comes first: a request for another endpoint or instance, or an undeclared
+ * operation, is raised as a {@linkcode ToolProtocolError} and never answered. On a trusted route
+ * every request gets exactly one correlated response (an invalid payload becomes a correlated
+ * `tool.error`). Action and Session executions are admitted against the operation's
+ * `max_concurrency`, deduplicated by {@linkcode ToolExecutionKey} (a duplicate invoke replays the
+ * original answer without restarting the provider), and retained in a bounded ledger.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   makeInvokeRequestEnvelope,
+ *   TOOL_ENDPOINT_PROTOCOL,
+ *   ToolContext,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolExecutionKey,
+ *   ToolOperationDescriptor,
+ *   ToolRequest,
+ *   ToolResult,
+ * } from "@forge/tool";
+ * const handler = new ToolEndpointHandler(
+ *   new ToolEndpointDescriptor({
+ *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+ *     endpointId: "vision.yolo",
+ *     operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+ *   }),
+ *   {
+ *     endpointInstanceId: "instance-1",
+ *     operations: {
+ *       detect: { query: () => new ToolResult({ status: "succeeded", outputs: { objects: [] } }) },
+ *     },
+ *   },
+ * );
+ * const context = new ToolContext({
+ *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
+ *   toolId: "forge.tool.detect",
+ *   implementationId: "yolo",
+ *   endpointId: "vision.yolo",
+ *   operation: "detect",
+ * });
+ * const request = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, {
+ *   requestId: "request-1",
+ *   endpointInstanceId: "instance-1",
+ * });
+ * const [response] = await handler.dispatch(request);
+ * console.log(response.payload.outcome); // completed
+ * ```
+ */
+export class ToolEndpointHandler {
+  readonly #descriptor: ToolEndpointDescriptor;
+  readonly #endpointInstanceId: string;
+  readonly #implementations: ReadonlyMap<string, ToolEndpointImplementation>;
+  readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
+  readonly #maxEarlyEvents: number;
+  readonly #maxRetained: number;
+  readonly #enforceDeadlines: boolean;
+  readonly #now: () => number;
+  readonly #permits = new Map<string, number>();
+  readonly #activeQueries = new Map<string, number>();
+  readonly #ledger = new Map<string, ExecutionRecord>();
+  readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #lifetime = new AbortController();
+  #closed = false;
+
+  /**
+   * Binds one implementation to every declared operation. Checks, in order: the descriptor, its
+   * protocol version, the operations mapping, `maxEarlyEvents`, `maxRetainedExecutions`, the
+   * exact operation mapping, the methods each semantics requires, and `endpointInstanceId`.
+   */
+  constructor(descriptor: ToolEndpointDescriptor, options: ToolEndpointHandlerOptions) {
+    if (!(descriptor instanceof ToolEndpointDescriptor)) {
+      throw new TypeError("descriptor must be a ToolEndpointDescriptor");
+    }
+    if (descriptor.protocolVersion !== TOOL_ENDPOINT_PROTOCOL) {
+      throw new RangeError(`descriptor.protocol_version must equal '${TOOL_ENDPOINT_PROTOCOL}'`);
+    }
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError("options must be an object");
+    }
+    const operations: unknown = options.operations;
+    const isMap = operations instanceof Map;
+    if (
+      !isMap &&
+      (typeof operations !== "object" || operations === null || Array.isArray(operations))
+    ) {
+      throw new TypeError("operations must be a mapping");
+    }
+    this.#maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "max_early_events");
+    this.#maxRetained = checkPositive(
+      options.maxRetainedExecutions ?? 1024,
+      "max_retained_executions",
+    );
+    const implementations = new Map<string, ToolEndpointImplementation>();
+    const entries = isMap
+      ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
+      : Object.entries(operations as Record<string, ToolEndpointImplementation>);
+    for (const [name, implementation] of entries) {
+      if (typeof name !== "string") {
+        throw new TypeError("operation implementation names must be strings");
+      }
+      implementations.set(name, implementation);
+    }
+    const declared = descriptor.operations.map((operation) => operation.name);
+    const missing = declared.filter((name) => !implementations.has(name)).sort();
+    const undeclared = [...implementations.keys()].filter((name) => !declared.includes(name))
+      .sort();
+    if (missing.length > 0 || undeclared.length > 0) {
+      const parts: string[] = [];
+      if (missing.length > 0) parts.push(`missing implementations: ${missing.join(", ")}`);
+      if (undeclared.length > 0) parts.push(`undeclared implementations: ${undeclared.join(", ")}`);
+      throw new RangeError(`operation mapping does not match descriptor: ${parts.join("; ")}`);
+    }
+    for (const operation of descriptor.operations) {
+      const implementation = implementations.get(operation.name) as unknown as Record<
+        string,
+        unknown
+      >;
+      for (const method of REQUIRED_METHODS[operation.semantics]) {
+        if (
+          typeof implementation !== "object" && typeof implementation !== "function" ||
+          implementation === null || typeof implementation[method] !== "function"
+        ) {
+          throw new TypeError(
+            `operation '${operation.name}' with ${operation.semantics} semantics requires a callable ${method}() method`,
+          );
+        }
+      }
+    }
+    const instance: unknown = options.endpointInstanceId;
+    if (typeof instance !== "string" || instance === "" || isPythonSpace(instance)) {
+      throw new RangeError("endpoint_instance_id must be a non-empty string");
+    }
+    if (hasLoneSurrogate(instance)) {
+      throw new RangeError("endpoint_instance_id must contain valid Unicode scalar values");
+    }
+    this.#descriptor = descriptor;
+    this.#endpointInstanceId = instance;
+    this.#implementations = implementations;
+    this.#operations = new Map(
+      descriptor.operations.map((operation) => [operation.name, operation]),
+    );
+    for (const operation of descriptor.operations) {
+      if (operation.semantics === "query") this.#activeQueries.set(operation.name, 0);
+      else this.#permits.set(operation.name, 0);
+    }
+    this.#enforceDeadlines = options.enforceDeadlines === true;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The descriptor this handler serves (the same object). */
+  get descriptor(): ToolEndpointDescriptor {
+    return this.#descriptor;
+  }
+
+  /** This handler's provider instance. */
+  get endpointInstanceId(): string {
+    return this.#endpointInstanceId;
+  }
+
+  /** The declared operation names, in descriptor order. */
+  get operationNames(): readonly string[] {
+    return this.#descriptor.operations.map((operation) => operation.name);
+  }
+
+  /** A snapshot of admission and retention state, for health reporting. */
+  get state(): ToolEndpointHandlerState {
+    const permitsInUse: Record<string, number> = {};
+    const maxConcurrency: Record<string, number> = {};
+    let active = 0;
+    let saturated = this.#permits.size > 0;
+    for (const [name, count] of this.#permits) {
+      permitsInUse[name] = count;
+      const maximum = this.#operations.get(name)!.maxConcurrency;
+      maxConcurrency[name] = maximum;
+      active += count;
+      if (count < maximum) saturated = false;
+    }
+    const activeQueries: Record<string, number> = {};
+    for (const [name, count] of this.#activeQueries) {
+      activeQueries[name] = count;
+      active += count;
+    }
+    return Object.freeze({
+      closed: this.#closed,
+      permitsInUse: Object.freeze(permitsInUse),
+      maxConcurrency: Object.freeze(maxConcurrency),
+      activeQueries: Object.freeze(activeQueries),
+      activeInvocations: active,
+      retainedExecutions: this.#ledger.size,
+      maxRetainedExecutions: this.#maxRetained,
+      saturated,
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Route trust
+
+  /**
+   * Checks that `request` is an execution request for this endpoint, this instance and a
+   * declared operation. Mismatches are raised, never answered: an untrusted route gets no
+   * response.
+   */
+  validateRequestRoute(request: ToolEnvelope): void {
+    if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+    switch (request.messageType) {
+      case "tool.invoke.request":
+      case "tool.status.request":
+      case "tool.result.request":
+      case "tool.control.request":
+        break;
+      default:
+        throw new RangeError("request envelope must be an execution request");
+    }
+    if (request.endpointId !== this.#descriptor.endpointId) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ROUTE_MISMATCH,
+        `request targets endpoint ${pyRepr(request.endpointId)}, expected ${
+          pyRepr(this.#descriptor.endpointId)
+        }`,
+        "endpoint_id",
+      );
+    }
+    if (request.endpointInstanceId !== this.#endpointInstanceId) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ROUTE_MISMATCH,
+        `request targets endpoint instance ${pyRepr(request.endpointInstanceId)}, expected ${
+          pyRepr(this.#endpointInstanceId)
+        }`,
+        "endpoint_instance_id",
+      );
+    }
+    if (!this.#operations.has(request.operation!)) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.UNKNOWN_OPERATION,
+        `endpoint does not declare operation ${pyRepr(request.operation)}`,
+        "operation",
+      );
+    }
+  }
+
+  /** {@linkcode validateRequestRoute} for a `tool.invoke.request` only. */
+  validateInvokeRoute(request: ToolEnvelope): void {
+    if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+    if (request.messageType !== "tool.invoke.request") {
+      throw new RangeError("request envelope must be tool.invoke.request");
+    }
+    this.validateRequestRoute(request);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Dispatch
+
+  /**
+   * Handles one execution request and returns the messages to publish: the correlated response
+   * first, then (for an Action or Session invoke) the events emitted before acceptance, in
+   * sequence order. Events emitted after acceptance go to `options.eventSink`.
+   */
+  async dispatch(
+    request: ToolEnvelope,
+    options: DispatchOptions = {},
+  ): Promise<readonly ToolEnvelope[]> {
+    this.validateRequestRoute(request);
+    try {
+      validateMessageEnvelope(request);
+    } catch (error) {
+      if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
+      throw error;
+    }
+    const operation = this.#operations.get(request.operation!)!;
+    if (request.messageType === "tool.invoke.request") {
+      return operation.semantics === "query"
+        ? [await this.#invokeQuery(request, operation)]
+        : await this.#invokeStart(request, operation, options);
+    }
+    if (operation.semantics === "query") {
+      throw new ToolProtocolError(
+        ToolErrorCodes.UNSUPPORTED_OPERATION,
+        "Query operations do not support status, result, or control requests",
+        "operation",
+      );
+    }
+    const key = new ToolExecutionKey({
+      invocationId: request.invocationId!,
+      attemptId: request.attemptId!,
+    });
+    try {
+      switch (request.messageType) {
+        case "tool.status.request":
+          return [makeStatusResponseEnvelope(await this.#status(key, operation), request)];
+        case "tool.result.request":
+          return [makeResultResponseEnvelope(await this.#result(key, operation), request)];
+        default:
+          return [
+            makeControlResponseEnvelope(await this.#control(request, key, operation), request),
+          ];
+      }
+    } catch (error) {
+      if (error instanceof ToolEndpointError) {
+        return [makeErrorResponseEnvelope(error.error, request)];
+      }
+      if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
+      throw error;
+    }
+  }
+
+  /** Handles a Query `tool.invoke.request` and returns its correlated response. */
+  async handleInvoke(request: ToolEnvelope): Promise<ToolEnvelope> {
+    this.validateInvokeRoute(request);
+    if (this.#operations.get(request.operation!)!.semantics !== "query") {
+      throw new TypeError(
+        "handleInvoke is Query-only; Action or Session operations must use dispatch",
+      );
+    }
+    return (await this.dispatch(request))[0];
+  }
+
+  /** Handles a `tool.status.request` and returns its correlated response. */
+  async handleStatus(request: ToolEnvelope): Promise<ToolEnvelope> {
+    return (await this.dispatch(request))[0];
+  }
+
+  /** Handles a `tool.result.request` and returns its correlated response. */
+  async handleResult(request: ToolEnvelope): Promise<ToolEnvelope> {
+    return (await this.dispatch(request))[0];
+  }
+
+  /** Handles a `tool.control.request` and returns its correlated response. */
+  async handleControl(request: ToolEnvelope): Promise<ToolEnvelope> {
+    return (await this.dispatch(request))[0];
+  }
+
+  /**
+   * Stops admitting new executions (new invokes are rejected with
+   * `FORGE_ENDPOINT_UNAVAILABLE`), aborts every provider signal, and waits up to `graceMs` for
+   * in-flight provider calls to settle. Retained results stay readable afterwards.
+   */
+  async close(options: CloseOptions = {}): Promise<void> {
+    const graceMs = options.graceMs ?? 5000;
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#lifetime.abort(new DOMException("the endpoint handler closed", "AbortError"));
+      for (const record of this.#ledger.values()) this.#clearDeadline(record);
+    }
+    if (this.#inFlight.size === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    try {
+      await Promise.race([Promise.allSettled([...this.#inFlight]), grace]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Query
+
+  async #invokeQuery(
+    request: ToolEnvelope,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolEnvelope> {
+    const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
+    const refusal = this.#admissionRefusal(context);
+    if (refusal !== undefined) return makeInvokeResponseEnvelope(refusal, request);
+    const provider = this.#implementations.get(operation.name) as QueryToolEndpoint;
+    const controller = new AbortController();
+    const unlink = this.#linkSignals(controller, context);
+    this.#activeQueries.set(operation.name, this.#activeQueries.get(operation.name)! + 1);
+    const call = this.#call(() =>
+      provider.query(toolRequest, context, { signal: controller.signal })
+    );
+    let result: unknown;
+    try {
+      result = await call;
+    } catch (error) {
+      if (error instanceof ToolEndpointError) {
+        return makeInvokeResponseEnvelope(error.error, request);
+      }
+      if (controller.signal.aborted && this.#deadlinePassed(context)) {
+        return makeInvokeResponseEnvelope(
+          new ToolResult({
+            status: "failed",
+            error: rejection(
+              ToolErrorCodes.ENDPOINT_DEADLINE_EXCEEDED,
+              "deadline_ms passed before the query finished",
+              false,
+            ),
+          }),
+          request,
+        );
+      }
+      throw error;
+    } finally {
+      unlink();
+      this.#activeQueries.set(operation.name, this.#activeQueries.get(operation.name)! - 1);
+    }
+    if (!(result instanceof ToolResult)) {
+      throw new TypeError("QueryToolEndpoint.query() must return a ToolResult");
+    }
+    return makeInvokeResponseEnvelope(result, request);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Action and Session start
+
+  async #invokeStart(
+    request: ToolEnvelope,
+    operation: ToolOperationDescriptor,
+    options: DispatchOptions,
+  ): Promise<readonly ToolEnvelope[]> {
+    const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
+    const key = context.executionKey;
+    let record = this.#ledger.get(key.id);
+    if (record !== undefined) {
+      if (record.operation !== operation.name) throw executionConflict();
+      this.#touch(record);
+      if (!record.invoked && record.outcome === undefined) {
+        return [
+          makeInvokeResponseEnvelope(
+            rejection(
+              ToolErrorCodes.ENDPOINT_EXECUTION_ALREADY_OBSERVED,
+              "execution key has existing provider state but no replayable invoke outcome",
+              false,
+            ),
+            request,
+          ),
+        ];
+      }
+      return [await this.#replay(record, request, options.signal)];
+    }
+    const refusal = this.#admissionRefusal(context);
+    if (refusal !== undefined) return [makeInvokeResponseEnvelope(refusal, request)];
+    if (this.#permits.get(operation.name)! >= operation.maxConcurrency) {
+      return [
+        makeInvokeResponseEnvelope(
+          rejection(
+            ToolErrorCodes.ENDPOINT_CAPACITY,
+            `operation '${operation.name}' is at max_concurrency`,
+            true,
+          ),
+          request,
+        ),
+      ];
+    }
+    if (!this.#makeRoom()) {
+      return [
+        makeInvokeResponseEnvelope(
+          rejection(
+            ToolErrorCodes.ENDPOINT_CAPACITY,
+            "execution retention is full of active records",
+            true,
+          ),
+          request,
+        ),
+      ];
+    }
+    record = {
+      keyId: key.id,
+      key,
+      operation: operation.name,
+      invoked: true,
+      permitHeld: true,
+      outcome: undefined,
+      ready: Promise.withResolvers<void>(),
+      settled: false,
+      status: undefined,
+      result: undefined,
+      emitter: undefined,
+      abort: new AbortController(),
+      deadlineTimer: undefined,
+    };
+    this.#ledger.set(key.id, record);
+    this.#permits.set(operation.name, this.#permits.get(operation.name)! + 1);
+    const execution = record;
+    const unlink = this.#linkSignals(execution.abort!, context, execution);
+    const emitter = new ExecutionEmitter(
+      { establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase) },
+      context,
+      this.#endpointInstanceId,
+      this.#maxEarlyEvents,
+      options.eventSink,
+    );
+    execution.emitter = emitter;
+    const provider = this.#implementations.get(operation.name) as
+      | ActionToolEndpoint
+      | SessionToolEndpoint;
+    const callerSignal = options.signal;
+    let accepted: unknown;
+    try {
+      const start = this.#call(() =>
+        provider.start(toolRequest, context, emitter, { signal: execution.abort!.signal })
+      );
+      accepted = await (callerSignal === undefined ? start : raceAbort(start, callerSignal));
+      if (!(accepted instanceof ToolAccepted)) {
+        throw new TypeError("Tool endpoint start() must return a ToolAccepted");
+      }
+      if (emitter.overflowed) {
+        throw new ToolProtocolError(
+          ToolErrorCodes.ENDPOINT_EARLY_EVENT_BUFFER_OVERFLOW,
+          `Tool endpoint emitted more than ${this.#maxEarlyEvents} events before acceptance`,
+        );
+      }
+    } catch (error) {
+      if (callerSignal?.aborted && error === callerSignal.reason) {
+        this.#convergeUnknown(execution);
+        execution.abort!.abort(callerSignal.reason);
+        unlink();
+        throw error;
+      }
+      if (error instanceof ToolEndpointError) {
+        emitter.reject();
+        if (execution.result !== undefined) {
+          this.#settle(execution, execution.result);
+        } else {
+          this.#releasePermit(execution);
+          this.#settle(execution, error.error);
+        }
+      } else {
+        this.#convergeUnknown(execution);
+      }
+      unlink();
+      return [makeInvokeResponseEnvelope(execution.outcome!, request)];
+    }
+    let outcome: InvokeResponse;
+    if (execution.result !== undefined) {
+      outcome = execution.result;
+    } else {
+      if (execution.status === undefined) {
+        execution.status = new ToolExecutionStatus({
+          phase: "accepted",
+          details: accepted.details,
+        });
+      }
+      outcome = accepted;
+    }
+    this.#settle(execution, outcome);
+    const early = emitter.accept();
+    return [makeInvokeResponseEnvelope(outcome, request), ...early];
+  }
+
+  async #replay(
+    record: ExecutionRecord,
+    request: ToolEnvelope,
+    signal: AbortSignal | undefined,
+  ): Promise<ToolEnvelope> {
+    if (!record.settled) {
+      const ready = record.ready!.promise;
+      await (signal === undefined ? ready : raceAbort(ready, signal));
+    }
+    if (record.outcome === undefined) {
+      throw new Error("Execution record became ready without an outcome");
+    }
+    return makeInvokeResponseEnvelope(record.outcome, request);
+  }
+
+  /** Why a new execution cannot be admitted now (closed, or deadline passed), if it cannot. */
+  #admissionRefusal(context: ToolContext): ToolError | undefined {
+    if (this.#closed) {
+      return rejection(ToolErrorCodes.ENDPOINT_UNAVAILABLE, "endpoint handler is closed", true);
+    }
+    if (this.#enforceDeadlines && this.#deadlinePassed(context)) {
+      return rejection(
+        ToolErrorCodes.ENDPOINT_DEADLINE_EXCEEDED,
+        "deadline_ms has already passed",
+        false,
+      );
+    }
+    return undefined;
+  }
+
+  #deadlinePassed(context: ToolContext): boolean {
+    return context.deadlineMs !== undefined && this.#now() >= context.deadlineMs;
+  }
+
+  /**
+   * Makes `controller` abort when the handler closes and, when deadlines are enforced, at the
+   * context's deadline. Returns the function that undoes the link.
+   */
+  #linkSignals(
+    controller: AbortController,
+    context: ToolContext,
+    record?: ExecutionRecord,
+  ): () => void {
+    const lifetime = this.#lifetime.signal;
+    const onClose = () => controller.abort(lifetime.reason);
+    if (lifetime.aborted) onClose();
+    else lifetime.addEventListener("abort", onClose, { once: true });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    if (this.#enforceDeadlines && context.deadlineMs !== undefined) {
+      const id = setTimeout(() => {
+        controller.abort(new DOMException("deadline_ms passed", "TimeoutError"));
+      }, Math.max(0, context.deadlineMs - this.#now()));
+      Deno.unrefTimer(id);
+      timer = id;
+      if (record !== undefined) record.deadlineTimer = timer;
+    }
+    return () => {
+      lifetime.removeEventListener("abort", onClose);
+      if (record === undefined) clearTimeout(timer);
+    };
+  }
+
+  #clearDeadline(record: ExecutionRecord): void {
+    if (record.deadlineTimer !== undefined) {
+      clearTimeout(record.deadlineTimer);
+      record.deadlineTimer = undefined;
+    }
+  }
+
+  /** Calls provider code (a synchronous throw becomes a rejection) and tracks it for close(). */
+  #call<T>(fn: () => T | PromiseLike<T>): Promise<T> {
+    let promise: Promise<T>;
+    try {
+      promise = Promise.resolve(fn());
+    } catch (error) {
+      promise = Promise.reject(error);
+    }
+    this.#inFlight.add(promise);
+    const forget = () => this.#inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+
+  #settle(record: ExecutionRecord, outcome: InvokeResponse): void {
+    record.outcome = outcome;
+    record.settled = true;
+    record.ready?.resolve();
+  }
+
+  /** The unknown convergence of a start that failed after dispatch; never retried. */
+  #convergeUnknown(record: ExecutionRecord): void {
+    record.emitter?.reject();
+    if (record.result !== undefined) {
+      // A terminal result established during start() survives a later failure.
+      this.#settle(record, record.result);
+      return;
+    }
+    const error = new ToolError(UNKNOWN_START_ERROR);
+    const result = new ToolResult({ status: "unknown", error });
+    record.result = result;
+    record.status = new ToolExecutionStatus({ phase: "unknown", error });
+    this.#releasePermit(record);
+    this.#clearDeadline(record);
+    this.#settle(record, result);
+  }
+
+  #releasePermit(record: ExecutionRecord): void {
+    if (!record.permitHeld) return;
+    record.permitHeld = false;
+    const count = this.#permits.get(record.operation)! - 1;
+    if (count < 0) throw new Error("Execution admission permit count became negative");
+    this.#permits.set(record.operation, count);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The ledger
+
+  #touch(record: ExecutionRecord): void {
+    this.#ledger.delete(record.keyId);
+    this.#ledger.set(record.keyId, record);
+  }
+
+  /** Evicts least-recently-used evictable records until one more fits; false when none can go. */
+  #makeRoom(): boolean {
+    while (this.#ledger.size >= this.#maxRetained) {
+      let victim: ExecutionRecord | undefined;
+      for (const record of this.#ledger.values()) {
+        if (!record.permitHeld && (!record.invoked || record.settled)) {
+          victim = record;
+          break;
+        }
+      }
+      if (victim === undefined) return false;
+      this.#ledger.delete(victim.keyId);
+      this.#clearDeadline(victim);
+    }
+    return true;
+  }
+
+  /** The record a status or result observation is stored in (created when missing). */
+  #observationRecord(key: ToolExecutionKey, operation: string): ExecutionRecord {
+    const existing = this.#ledger.get(key.id);
+    if (existing !== undefined) {
+      if (existing.operation !== operation) throw executionConflict();
+      this.#touch(existing);
+      return existing;
+    }
+    if (!this.#makeRoom()) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ENDPOINT_RETENTION_FULL,
+        "execution retention is full of active records",
+      );
+    }
+    const record: ExecutionRecord = {
+      keyId: key.id,
+      key,
+      operation,
+      invoked: false,
+      permitHeld: false,
+      outcome: undefined,
+      ready: undefined,
+      settled: false,
+      status: undefined,
+      result: undefined,
+      emitter: undefined,
+      abort: undefined,
+      deadlineTimer: undefined,
+    };
+    this.#ledger.set(key.id, record);
+    return record;
+  }
+
+  #recordStatus(key: ToolExecutionKey, operation: string, status: ToolExecutionStatus): void {
+    const record = this.#observationRecord(key, operation);
+    checkTransition(record.status, status);
+    record.status = status;
+  }
+
+  #recordTerminal(
+    key: ToolExecutionKey,
+    operation: string,
+    status: ToolExecutionStatus,
+    result: ToolResult,
+    closeEmitter: boolean,
+  ): void {
+    try {
+      validateExecutionResult(status, result);
+    } catch (error) {
+      if (error instanceof RangeError || error instanceof TypeError) {
+        throw new ToolProtocolError(ToolErrorCodes.ENDPOINT_TERMINAL_MISMATCH, error.message);
+      }
+      throw error;
+    }
+    const record = this.#observationRecord(key, operation);
+    checkTransition(record.status, status);
+    if (record.result !== undefined && !deepEqual(record.result, result)) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
+        "provider returned a different immutable terminal result",
+      );
+    }
+    record.status = status;
+    record.result = result;
+    if (!record.invoked) this.#settle(record, result);
+    this.#releasePermit(record);
+    this.#clearDeadline(record);
+    if (closeEmitter) record.emitter?.closeTerminal();
+  }
+
+  async #terminalForEvent(record: ExecutionRecord, phase: TerminalExecutionPhase): Promise<void> {
+    const provider = this.#implementations.get(record.operation) as
+      | ActionToolEndpoint
+      | SessionToolEndpoint;
+    const response = await provider.result(record.key, this.#callOptions());
+    if (!(response instanceof ToolResultResponse)) {
+      throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
+    }
+    if (response.status !== "available" || response.result === undefined) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
+        "provider emitted a terminal event before its authoritative result",
+      );
+    }
+    const result = response.result;
+    const status = new ToolExecutionStatus(
+      phase === "failed" || phase === "unknown"
+        ? { phase, error: result.error! }
+        : { phase } as ConstructorParameters<typeof ToolExecutionStatus>[0],
+    );
+    if (this.#ledger.get(record.keyId) === undefined) {
+      throw new Error("Tool event has no execution record");
+    }
+    this.#recordTerminal(record.key, record.operation, status, result, false);
+  }
+
+  #callOptions(): ToolCallOptions {
+    return { signal: this.#lifetime.signal };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Status, result, control
+
+  async #status(
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolExecutionStatus> {
+    const cached = this.#ledger.get(key.id)?.status;
+    if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
+    const provider = this.#implementations.get(operation.name) as
+      | ActionToolEndpoint
+      | SessionToolEndpoint;
+    const status = await this.#call(() => provider.status(key, this.#callOptions()));
+    if (!(status instanceof ToolExecutionStatus)) {
+      throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
+    }
+    if (isTerminalPhase(status.phase)) {
+      const response = await this.#call(() => provider.result(key, this.#callOptions()));
+      if (!(response instanceof ToolResultResponse)) {
+        throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
+      }
+      if (response.status !== "available" || response.result === undefined) {
+        throw new ToolProtocolError(
+          ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
+          "provider exposed a terminal phase before its authoritative result",
+        );
+      }
+      this.#recordTerminal(key, operation.name, status, response.result, true);
+    } else {
+      this.#recordStatus(key, operation.name, status);
+    }
+    return status;
+  }
+
+  async #result(
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolResultResponse> {
+    const retained = this.#ledger.get(key.id)?.result;
+    if (retained !== undefined) {
+      return new ToolResultResponse({ status: "available", result: retained });
+    }
+    const provider = this.#implementations.get(operation.name) as
+      | ActionToolEndpoint
+      | SessionToolEndpoint;
+    const response = await this.#call(() => provider.result(key, this.#callOptions()));
+    if (!(response instanceof ToolResultResponse)) {
+      throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
+    }
+    if (response.status === "available" && response.result !== undefined) {
+      const status = await this.#call(() => provider.status(key, this.#callOptions()));
+      if (!(status instanceof ToolExecutionStatus)) {
+        throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
+      }
+      this.#recordTerminal(key, operation.name, status, response.result, true);
+    }
+    return response;
+  }
+
+  async #control(
+    request: ToolEnvelope,
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolControlResponse> {
+    const { command, reason } = controlRequestFromPayload(request.payload);
+    let response: unknown;
+    const method = controlMethod(command, operation);
+    if (method === undefined) {
+      response = new ToolControlResponse({ command, status: "unsupported" });
+    } else {
+      const provider = this.#implementations.get(operation.name) as unknown as Record<
+        string,
+        (key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) => unknown
+      >;
+      response = await this.#call(() => provider[method](key, reason, this.#callOptions()));
+      if (!(response instanceof ToolControlResponse)) {
+        throw new TypeError(`Tool endpoint ${method}() must return a ToolControlResponse`);
+      }
+    }
+    const control = response as ToolControlResponse;
+    if (control.command !== command) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.CORRELATION_MISMATCH,
+        "provider control response command does not match request",
+        "payload.response.command",
+      );
+    }
+    if (control.status === "accepted") {
+      const record = this.#ledger.get(key.id);
+      record?.abort?.abort(
+        new DOMException(`a ${command} control was accepted`, "AbortError"),
+      );
+    }
+    return control;
+  }
+}
+
+function controlMethod(
+  command: ToolControlCommand,
+  operation: ToolOperationDescriptor,
+): "cancel" | "stop" | undefined {
+  if (command === "cancel" && operation.semantics === "action") return "cancel";
+  if (command === "stop" && operation.semantics === "session") return "stop";
+  return undefined;
+}
+
+function executionConflict(): ToolProtocolError {
+  return new ToolProtocolError(
+    ToolErrorCodes.EXECUTION_CONFLICT,
+    "execution key is already bound to a different operation",
+    "operation",
+  );
+}
+
+const FORWARD: Readonly<Record<string, ReadonlySet<string>>> = {
+  accepted: new Set(["accepted", "running", "stopping"]),
+  running: new Set(["running", "stopping"]),
+  stopping: new Set(["stopping"]),
+};
+
+/** The lifecycle transition rule between a stored status and a newly observed one. */
+function checkTransition(
+  previous: ToolExecutionStatus | undefined,
+  next: ToolExecutionStatus,
+): void {
+  if (previous === undefined) return;
+  if (isTerminalPhase(previous.phase)) {
+    if (!deepEqual(previous, next)) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
+        "provider returned a different immutable terminal status",
+      );
+    }
+    return;
+  }
+  if (isTerminalPhase(next.phase) || FORWARD[previous.phase].has(next.phase)) return;
+  throw new ToolProtocolError(
+    ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
+    `provider status changed from '${previous.phase}' to '${next.phase}'`,
+  );
+}
+
+/** Awaits `promise`, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
