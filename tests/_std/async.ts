@@ -33,7 +33,7 @@ export class DeadlineError extends Error {
 
 /** Rejects with a {@linkcode DeadlineError} when `promise` has not settled after `ms`. */
 export function deadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let id: number | undefined;
+  let id: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     id = setTimeout(() => reject(new DeadlineError()), ms);
   });
