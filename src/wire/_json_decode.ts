@@ -23,8 +23,9 @@ import { pyRepr } from "./_repr.ts";
 export const MAX_PARSE_NESTING = 1000;
 
 // The fast path only accepts documents whose nesting keeps every payload value within depth 64:
-// the top-level object is level 1 and the payload level 2, so level 66 is payload depth 64.
-const FAST_MAX_LEVEL = 66;
+// the top-level object is level 1 and the payload level 2, so a container at level 65 is at
+// payload depth 63 and its members at depth 64. Deeper documents take the exact path.
+const FAST_MAX_LEVEL = 65;
 
 /** The outcome of a successful strict parse. */
 export interface ParsedJson {

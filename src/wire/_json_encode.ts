@@ -6,7 +6,13 @@
  * @module
  */
 import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
-import { hasLoneSurrogate, isPlainObject, type JsonFault, wireFaults } from "../endpoint/_json.ts";
+import {
+  hasLoneSurrogate,
+  isPlainObject,
+  type JsonFault,
+  setOwn,
+  wireFaults,
+} from "../endpoint/_json.ts";
 import { formatPythonFloat } from "./_repr.ts";
 
 // Path segments of the value being written, kept only to name a failing value.
@@ -114,10 +120,95 @@ function write(value: unknown, depth: number, root: string): string {
   throw fault("unsupported", depth, root, name);
 }
 
+// Set by prepare() when JSON.stringify would write the value differently from the reference: a
+// number below 1e-4 (Python's float repr switches to exponent form earlier), or an object key
+// that is an array index (engines order such keys numerically, not by insertion).
+let needsWriter = false;
+
+function isArrayIndex(key: string): boolean {
+  const c = key.charCodeAt(0);
+  if (c < 0x30 || c > 0x39) return false;
+  return /^(?:0|[1-9][0-9]{0,9})$/.test(key) && Number(key) < 4294967295;
+}
+
+function keysInOrder(keys: string[]): boolean {
+  for (let k = 1; k < keys.length; k++) {
+    if (compareCodePoints(keys[k - 1], keys[k]) > 0) return false;
+  }
+  return true;
+}
+
+/**
+ * Checks a value with the Wire's JSON rules and returns it ready for `JSON.stringify`: the value
+ * itself when every object's keys are already in code point order, otherwise a copy whose
+ * objects have their keys inserted in that order (the engine keeps insertion order).
+ */
+function prepare(value: unknown, depth: number, root: string): unknown {
+  if (depth > MAX_JSON_DEPTH) throw fault("depth", depth, root);
+  switch (typeof value) {
+    case "string":
+      if (hasLoneSurrogate(value)) throw fault("surrogate", depth, root);
+      return value;
+    case "number":
+      if (!Number.isFinite(value)) throw fault("finite", depth, root);
+      if (Number.isInteger(value)) {
+        if (Math.abs(value) > MAX_SAFE_JSON_INTEGER) throw fault("integer", depth, root);
+      } else if (Math.abs(value) < 1e-4) {
+        needsWriter = true;
+      }
+      return value;
+    case "boolean":
+      return value;
+    case "object": {
+      if (value === null) return null;
+      if (Array.isArray(value)) {
+        let out: unknown[] | undefined;
+        for (let i = 0; i < value.length; i++) {
+          pathKeys[depth + 1] = i;
+          const item = value[i];
+          const prepared = prepare(item, depth + 1, root);
+          if (prepared !== item && out === undefined) out = value.slice(0, i);
+          if (out !== undefined) out.push(prepared);
+        }
+        return out ?? value;
+      }
+      if (isPlainObject(value)) {
+        let keys = Object.keys(value);
+        let copy = !keysInOrder(keys);
+        if (copy) keys = sortedKeys(value);
+        const prepared: unknown[] = new Array(keys.length);
+        for (let k = 0; k < keys.length; k++) {
+          const key = keys[k];
+          if (hasLoneSurrogate(key)) throw fault("key-surrogate", depth, root);
+          if (isArrayIndex(key)) needsWriter = true;
+          pathKeys[depth + 1] = key;
+          const item = value[key];
+          const next = prepare(item, depth + 1, root);
+          if (next !== item) copy = true;
+          prepared[k] = next;
+        }
+        if (!copy) return value;
+        const out: Record<string, unknown> = {};
+        for (let k = 0; k < keys.length; k++) setOwn(out, keys[k], prepared[k]);
+        return out;
+      }
+      break;
+    }
+  }
+  const name = value === undefined
+    ? "undefined"
+    : (value as { constructor?: { name?: string } })?.constructor?.name ?? typeof value;
+  throw fault("unsupported", depth, root, name);
+}
+
 /**
  * Serializes a JSON value compactly with sorted keys, re-checking every interoperable JSON rule;
  * failures are `FORGE_PROTOCOL_INVALID_PAYLOAD` errors whose path starts at `root`.
  */
 export function encodeJson(value: unknown, root = "payload"): string {
-  return write(value, 0, root);
+  needsWriter = false;
+  const prepared = prepare(value, 0, root);
+  // The engine's JSON.stringify is the fast path; the hand-written writer takes over in the rare
+  // cases where its output would differ (see needsWriter).
+  return needsWriter ? write(prepared, 0, root) : JSON.stringify(prepared);
 }
