@@ -1,0 +1,270 @@
+/**
+ * An in-process Dora dataflow: {@linkcode LoopbackDataflow} pairs a node-side
+ * {@linkcode DoraTransport} (the same interface as the FFI node) with a gateway side that delivers
+ * requests and reads what the node sent. For tests, demos, and running an endpoint node where no
+ * Dora is installed.
+ *
+ * @module
+ */
+import type { DoraEvent, DoraTransport } from "./transport.ts";
+import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
+
+/** An output the node sent, as the gateway side of a {@linkcode LoopbackDataflow} sees it. */
+export interface LoopbackOutput {
+  /** The output id. */
+  readonly id: string;
+  /** A copy of the bytes sent. */
+  readonly data: Uint8Array;
+}
+
+/** Options of {@linkcode LoopbackDataflow}. */
+export interface LoopbackDataflowOptions {
+  /** The input {@linkcode LoopbackDataflow.request} delivers on (default `"tool_request"`). */
+  readonly requestInputId?: string;
+  /** The wall clock in Unix epoch milliseconds, for input timestamps (default `Date.now`). */
+  readonly now?: () => number;
+}
+
+/** Options of {@linkcode LoopbackDataflow.input}. */
+export interface LoopbackInputOptions {
+  /** The input's NTP64 timestamp (default: the clock's current time as NTP64). */
+  readonly timestamp?: bigint;
+}
+
+/** A rejected promise that does not count as unhandled when nobody awaits it. */
+function quietReject(error: Error): Promise<void> {
+  const promise = Promise.reject(error);
+  promise.catch(() => undefined);
+  return promise;
+}
+
+interface QueuedEvent {
+  readonly event: DoraEvent;
+  readonly taken: PromiseWithResolvers<void>;
+}
+
+/**
+ * An in-process dataflow with one node. The node side is {@linkcode LoopbackDataflow.transport};
+ * the test or host plays the gateway: {@linkcode LoopbackDataflow.request} delivers request
+ * bytes, {@linkcode LoopbackDataflow.nextOutput} (or `for await` over
+ * {@linkcode LoopbackDataflow.responses}) reads what the node sent, and
+ * {@linkcode LoopbackDataflow.stop} delivers Stop.
+ *
+ * Unlike the FFI transport, the node side may send while `nextEvent` is pending (nothing native
+ * is shared). Closing the node side ends a pending `nextEvent` with `null`.
+ *
+ * @example
+ * ```ts
+ * import { LoopbackDataflow } from "./loopback.ts";
+ * const flow = new LoopbackDataflow();
+ * const delivered = flow.request(new TextEncoder().encode("ping"));
+ * const event = await flow.transport.nextEvent(); // { type: "input", id: "tool_request", ... }
+ * await delivered;
+ * await flow.transport.sendOutput("tool_response", new TextEncoder().encode("pong"));
+ * console.log((await flow.nextOutput())?.id); // "tool_response"
+ * await flow.transport.close();
+ * ```
+ */
+export class LoopbackDataflow {
+  /** The node side: give it to the runner (or read events from it directly). */
+  readonly transport: DoraTransport;
+  /** Every output the node sent successfully, in order (kept also after it was read). */
+  readonly sent: LoopbackOutput[] = [];
+  /** Every line the node wrote through `transport.log`. */
+  readonly logs: { readonly level: string; readonly message: string }[] = [];
+  readonly #requestInputId: string;
+  readonly #now: () => number;
+  readonly #events: QueuedEvent[] = [];
+  readonly #unread: LoopbackOutput[] = [];
+  readonly #outputWaiters: ((output: LoopbackOutput | null) => void)[] = [];
+  readonly #failures: Error[] = [];
+  readonly #closed = Promise.withResolvers<void>();
+  #eventWaiter: ((event: DoraEvent | null) => void) | null = null;
+  #ended = false;
+  #isClosed = false;
+
+  /** Creates a dataflow with an open node side and no events yet. */
+  constructor(options: LoopbackDataflowOptions = {}) {
+    this.#requestInputId = options.requestInputId ?? "tool_request";
+    this.#now = options.now ?? Date.now;
+    this.transport = {
+      nextEvent: () => this.#nextEvent(),
+      sendOutput: (id, data) => this.#sendOutput(id, data),
+      log: (level, message) => {
+        if (!this.#isClosed) this.logs.push({ level: String(level), message: String(message) });
+      },
+      close: () => this.#close(),
+    };
+  }
+
+  /** Resolves once the node side closed its transport. */
+  get closed(): Promise<void> {
+    return this.#closed.promise;
+  }
+
+  /** Whether the node side closed its transport. */
+  get isClosed(): boolean {
+    return this.#isClosed;
+  }
+
+  /** Events delivered but not yet taken by the node. */
+  get pendingEvents(): number {
+    return this.#events.length;
+  }
+
+  /**
+   * Delivers `bytes` (copied) as an Input on the request input. Resolves when the node took the
+   * event; rejects if the node closed before taking it.
+   */
+  request(bytes: Uint8Array): Promise<void> {
+    return this.input(this.#requestInputId, bytes);
+  }
+
+  /**
+   * Delivers an Input event on any input id (`data` is copied), with an NTP64 timestamp that the
+   * node sees converted to epoch milliseconds as the FFI node converts Dora's. Resolves when the
+   * node took the event; rejects if the node closed before taking it.
+   */
+  input(id: string, data: Uint8Array, options: LoopbackInputOptions = {}): Promise<void> {
+    if (!(data instanceof Uint8Array)) {
+      return Promise.reject(new TypeError("loopback input data must be a Uint8Array"));
+    }
+    const timestamp = options.timestamp ?? epochMsToNtp64(Math.floor(this.#now()));
+    return this.#deliver({
+      type: "input",
+      id: String(id),
+      data: data.slice(),
+      timestampMs: ntp64ToEpochMs(timestamp),
+    });
+  }
+
+  /** Delivers Stop. Resolves when the node took it; rejects if the node closed before. */
+  stop(): Promise<void> {
+    return this.#deliver({ type: "stop" });
+  }
+
+  /** Delivers a non-input event (`stop`, `input-closed`, `error` or `unknown`). */
+  event(type: Exclude<DoraEvent["type"], "input">): Promise<void> {
+    if (type !== "stop" && type !== "input-closed" && type !== "error" && type !== "unknown") {
+      return Promise.reject(new TypeError(`not a non-input Dora event type: ${String(type)}`));
+    }
+    return this.#deliver({ type });
+  }
+
+  /** Ends the event streams: once the delivered events were taken, `nextEvent` returns `null`. */
+  end(): void {
+    this.#ended = true;
+    if (this.#events.length === 0) this.#wakeNode(null);
+  }
+
+  /** Makes the node's next `sendOutput` call reject with `error` (default: a generic Error). */
+  failNextSend(error?: Error | string): void {
+    this.#failures.push(
+      error instanceof Error ? error : new Error(error ?? "loopback: injected send failure"),
+    );
+  }
+
+  /** The next output the node sent; `null` once the node closed and every output was read. */
+  nextOutput(): Promise<LoopbackOutput | null> {
+    const output = this.#unread.shift();
+    if (output !== undefined) return Promise.resolve(output);
+    if (this.#isClosed) return Promise.resolve(null);
+    const { promise, resolve } = Promise.withResolvers<LoopbackOutput | null>();
+    this.#outputWaiters.push(resolve);
+    return promise;
+  }
+
+  /** The node's outputs as an async iterable; it ends when the node closed its transport. */
+  get responses(): AsyncIterable<LoopbackOutput> {
+    return {
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<LoopbackOutput>> => {
+          const output = await this.nextOutput();
+          return output === null
+            ? { done: true, value: undefined }
+            : { done: false, value: output };
+        },
+      }),
+    };
+  }
+
+  #deliver(event: DoraEvent): Promise<void> {
+    if (this.#isClosed) {
+      return quietReject(new Error(`loopback: the node closed; ${event.type} not delivered`));
+    }
+    if (this.#ended) {
+      return quietReject(new Error(`loopback: the streams ended; ${event.type} not delivered`));
+    }
+    const taken = Promise.withResolvers<void>();
+    // A caller may deliver without awaiting: a rejection it never looks at is not an error.
+    taken.promise.catch(() => undefined);
+    if (this.#eventWaiter !== null) {
+      this.#wakeNode(event);
+      taken.resolve();
+    } else {
+      this.#events.push({ event, taken });
+    }
+    return taken.promise;
+  }
+
+  #wakeNode(event: DoraEvent | null): void {
+    const waiter = this.#eventWaiter;
+    this.#eventWaiter = null;
+    waiter?.(event);
+  }
+
+  #nextEvent(): Promise<DoraEvent | null> {
+    if (this.#isClosed) return Promise.resolve(null);
+    if (this.#eventWaiter !== null) {
+      return Promise.reject(
+        new Error("nextEvent is already pending: await it before asking for the next event"),
+      );
+    }
+    const queued = this.#events.shift();
+    if (queued !== undefined) {
+      queued.taken.resolve();
+      return Promise.resolve(queued.event);
+    }
+    if (this.#ended) return Promise.resolve(null);
+    const { promise, resolve } = Promise.withResolvers<DoraEvent | null>();
+    this.#eventWaiter = resolve;
+    return promise;
+  }
+
+  #sendOutput(id: string, data: Uint8Array): Promise<void> {
+    if (this.#isClosed) {
+      return Promise.reject(new Error(`cannot send output "${id}": the loopback node is closed`));
+    }
+    if (!(data instanceof Uint8Array)) {
+      return Promise.reject(new TypeError(`output "${id}": data must be a Uint8Array`));
+    }
+    const failure = this.#failures.shift();
+    if (failure !== undefined) {
+      return Promise.reject(
+        new Error(`send on output "${id}" failed: ${failure.message}`, { cause: failure }),
+      );
+    }
+    const output: LoopbackOutput = Object.freeze({ id, data: data.slice() });
+    this.sent.push(output);
+    const waiter = this.#outputWaiters.shift();
+    if (waiter !== undefined) {
+      waiter(output);
+    } else {
+      this.#unread.push(output);
+    }
+    return Promise.resolve();
+  }
+
+  #close(): Promise<void> {
+    if (!this.#isClosed) {
+      this.#isClosed = true;
+      this.#wakeNode(null);
+      for (const { event, taken } of this.#events.splice(0)) {
+        taken.reject(new Error(`loopback: the node closed; ${event.type} not taken`));
+      }
+      for (const waiter of this.#outputWaiters.splice(0)) waiter(null);
+      this.#closed.resolve();
+    }
+    return this.#closed.promise;
+  }
+}

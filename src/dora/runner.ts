@@ -1,0 +1,351 @@
+/**
+ * The Dora node runner: reads events from a {@linkcode DoraTransport}, hands every request input
+ * to a request-bytes handler without waiting for it (requests run concurrently), publishes the
+ * handler's responses on the response output, and shuts down gracefully on Stop.
+ *
+ * @module
+ */
+import type { DoraEvent, DoraTransport } from "./transport.ts";
+
+/** A log level of the runner. */
+export type ToolEndpointNodeLogLevel = "debug" | "info" | "warn" | "error";
+
+/** Receives the runner's log lines. */
+export type ToolEndpointNodeLogger = (level: ToolEndpointNodeLogLevel, message: string) => void;
+
+/**
+ * Handles one request's bytes. `publish` sends response bytes on the response output (it may be
+ * called any number of times, also after the handler returned, until the transport closed); it
+ * rejects when the send failed. A throw or rejection is logged and answered with nothing.
+ */
+export type ToolEndpointRequestHandler = (
+  request: Uint8Array,
+  publish: (response: Uint8Array) => Promise<void>,
+) => Promise<void>;
+
+/** Options of {@linkcode runToolEndpointNode} and {@linkcode ToolEndpointNode}. */
+export interface ToolEndpointNodeOptions {
+  /** Where events come from and outputs go (the FFI node or a loopback dataflow). */
+  readonly transport: DoraTransport;
+  /**
+   * The request-bytes handler, called once per request input and not awaited before the next
+   * event is read.
+   */
+  readonly handle: ToolEndpointRequestHandler;
+  /** The input carrying requests (default `"tool_request"`). Other inputs are ignored. */
+  readonly requestInputId?: string;
+  /** The output responses are published on (default `"tool_response"`). */
+  readonly responseOutputId?: string;
+  /**
+   * How long a shutdown waits for `onShutdown` and the in-flight handler calls, in milliseconds
+   * (default 5000). The transport closes afterwards even if some are still running.
+   */
+  readonly graceMs?: number;
+  /** Called once when shutdown begins, before in-flight requests are awaited (e.g. handler.close). */
+  readonly onShutdown?: () => Promise<void>;
+  /** Receives log lines (default: warnings and errors to the transport's log, else stderr). */
+  readonly logger?: ToolEndpointNodeLogger;
+}
+
+/** Why a {@linkcode ToolEndpointNode} stopped serving. */
+export type ToolEndpointNodeStopReason =
+  /** Dora delivered a Stop event. */
+  | "stop"
+  /** The event stream ended (`nextEvent` returned `null`). */
+  | "end-of-stream"
+  /** {@linkcode ToolEndpointNode.stop} was called. */
+  | "requested"
+  /** `nextEvent` failed; {@linkcode ToolEndpointNode.run} rejects with that error. */
+  | "transport-error";
+
+/** Counters of a {@linkcode ToolEndpointNode}, live while it runs. */
+export interface ToolEndpointNodeStats {
+  /** Input events received, on any input id. */
+  inputs: number;
+  /** Input events on the request input (handler calls started). */
+  requests: number;
+  /** Responses published successfully. */
+  responses: number;
+  /** Handler calls that threw or rejected (a failed publish the handler let through included). */
+  errors: number;
+  /** Publishes whose send failed. */
+  sendFailures: number;
+  /** Handler calls still running when the transport was closed after the grace period. */
+  abandoned: number;
+  /** Non-input events received, by type (`stop`, `input-closed`, `error`, `unknown`). */
+  readonly events: Map<Exclude<DoraEvent["type"], "input">, number>;
+  /** The timestamp (epoch ms) of the last input received, per input id. */
+  readonly lastTimestampMs: Map<string, number>;
+  /** Why serving stopped; `null` while the node runs. */
+  stopReason: ToolEndpointNodeStopReason | null;
+}
+
+const DEFAULT_REQUEST_INPUT = "tool_request";
+const DEFAULT_RESPONSE_OUTPUT = "tool_response";
+const DEFAULT_GRACE_MS = 5000;
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+/**
+ * Serves ToolEndpoint requests on a Dora transport: one {@linkcode ToolEndpointNode.run} loop,
+ * with live {@linkcode ToolEndpointNode.stats} and a {@linkcode ToolEndpointNode.stop} for the
+ * process side (signals). {@linkcode runToolEndpointNode} is the one-call form.
+ *
+ * @example
+ * ```ts
+ * import { LoopbackDataflow } from "./loopback.ts";
+ * import { ToolEndpointNode } from "./runner.ts";
+ * const flow = new LoopbackDataflow();
+ * const node = new ToolEndpointNode({
+ *   transport: flow.transport,
+ *   handle: (request, publish) => publish(request.toReversed()),
+ * });
+ * const done = node.run();
+ * await flow.request(new Uint8Array([1, 2, 3]));
+ * console.log((await flow.nextOutput())?.data); // Uint8Array(3) [ 3, 2, 1 ]
+ * await flow.stop();
+ * console.log((await done).stopReason); // "stop"
+ * ```
+ */
+export class ToolEndpointNode {
+  readonly #transport: DoraTransport;
+  readonly #handle: ToolEndpointRequestHandler;
+  readonly #requestInputId: string;
+  readonly #responseOutputId: string;
+  readonly #graceMs: number;
+  readonly #onShutdown: (() => Promise<void>) | undefined;
+  readonly #logger: ToolEndpointNodeLogger;
+  readonly #inFlight = new Set<Promise<void>>();
+  #stopRequested = false;
+  #wake: ((value: "requested") => void) | null = null;
+  readonly #stats: ToolEndpointNodeStats = {
+    inputs: 0,
+    requests: 0,
+    responses: 0,
+    errors: 0,
+    sendFailures: 0,
+    abandoned: 0,
+    events: new Map(),
+    lastTimestampMs: new Map(),
+    stopReason: null,
+  };
+  #running: Promise<ToolEndpointNodeStats> | null = null;
+
+  /** Creates a node; nothing is read before {@linkcode ToolEndpointNode.run}. */
+  constructor(options: ToolEndpointNodeOptions) {
+    if (typeof options?.handle !== "function") {
+      throw new TypeError("ToolEndpointNode needs a handle function");
+    }
+    if (options.transport === null || typeof options.transport !== "object") {
+      throw new TypeError("ToolEndpointNode needs a transport");
+    }
+    const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    if (!(graceMs >= 0) || !Number.isFinite(graceMs)) {
+      throw new RangeError(`graceMs must be a non-negative finite number, got ${graceMs}`);
+    }
+    this.#transport = options.transport;
+    this.#handle = options.handle;
+    this.#requestInputId = options.requestInputId ?? DEFAULT_REQUEST_INPUT;
+    this.#responseOutputId = options.responseOutputId ?? DEFAULT_RESPONSE_OUTPUT;
+    this.#graceMs = graceMs;
+    this.#onShutdown = options.onShutdown;
+    this.#logger = options.logger ?? defaultLogger(options.transport);
+  }
+
+  /** The live counters (the same object {@linkcode ToolEndpointNode.run} resolves with). */
+  get stats(): ToolEndpointNodeStats {
+    return this.#stats;
+  }
+
+  /** Handler calls currently running. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
+   * Serves until Stop, the end of the event stream or {@linkcode ToolEndpointNode.stop}, then
+   * shuts down (onShutdown, in-flight requests up to the grace period, transport close) and
+   * resolves with the stats. Rejects, after the same shutdown, when the transport fails.
+   * Calling it again returns the same promise.
+   */
+  run(): Promise<ToolEndpointNodeStats> {
+    return this.#running ??= this.#run();
+  }
+
+  /**
+   * Asks the node to stop serving, as a Stop event would. The transport's pending `nextEvent`
+   * cannot be cancelled: the FFI transport closes once it returns (the next input or timer tick).
+   */
+  stop(): void {
+    this.#stopRequested = true;
+    this.#wake?.("requested");
+  }
+
+  async #run(): Promise<ToolEndpointNodeStats> {
+    let failure: { error: unknown } | null = null;
+    try {
+      this.#stats.stopReason = await this.#serve();
+    } catch (error) {
+      this.#stats.stopReason = "transport-error";
+      this.#log("error", `reading the next Dora event failed: ${describe(error)}`);
+      failure = { error };
+    }
+    await this.#shutdown();
+    if (failure !== null) throw failure.error;
+    return this.#stats;
+  }
+
+  async #serve(): Promise<ToolEndpointNodeStopReason> {
+    for (;;) {
+      if (this.#stopRequested) return "requested";
+      const next = this.#transport.nextEvent();
+      // A fresh wake-up promise per event: racing one long-lived promise would pile up reactions.
+      const wake = Promise.withResolvers<"requested">();
+      this.#wake = wake.resolve;
+      const event = await Promise.race([next, wake.promise]);
+      this.#wake = null;
+      if (event === "requested") {
+        next.then(
+          (late) => {
+            if (late !== null) this.#log("debug", `event ${late.type} after stop ignored`);
+          },
+          () => undefined,
+        );
+        return "requested";
+      }
+      if (event === null) return "end-of-stream";
+      if (event.type === "stop") {
+        this.#count(event.type);
+        return "stop";
+      }
+      if (event.type === "input") {
+        this.#onInput(event.id, event.data, event.timestampMs);
+        continue;
+      }
+      this.#count(event.type);
+      this.#log(
+        event.type === "error" ? "warn" : "info",
+        `Dora event ${event.type} received; still serving`,
+      );
+    }
+  }
+
+  #count(type: Exclude<DoraEvent["type"], "input">): void {
+    this.#stats.events.set(type, (this.#stats.events.get(type) ?? 0) + 1);
+  }
+
+  #onInput(id: string, data: Uint8Array, timestampMs: number): void {
+    const stats = this.#stats;
+    stats.inputs++;
+    stats.lastTimestampMs.set(id, timestampMs);
+    if (id !== this.#requestInputId) {
+      this.#log("debug", `input "${id}" (${data.length} bytes) ignored`);
+      return;
+    }
+    stats.requests++;
+    const request = stats.requests;
+    let call: Promise<void>;
+    try {
+      call = Promise.resolve(this.#handle(data, this.#publish));
+    } catch (error) {
+      call = Promise.reject(error);
+    }
+    const tracked: Promise<void> = call.then(
+      () => undefined,
+      (error) => {
+        stats.errors++;
+        this.#log("error", `request ${request} (${data.length} bytes) failed: ${describe(error)}`);
+      },
+    ).finally(() => this.#inFlight.delete(tracked));
+    this.#inFlight.add(tracked);
+  }
+
+  readonly #publish = async (response: Uint8Array): Promise<void> => {
+    try {
+      await this.#transport.sendOutput(this.#responseOutputId, response);
+    } catch (error) {
+      this.#stats.sendFailures++;
+      this.#log("error", `publishing on "${this.#responseOutputId}" failed: ${describe(error)}`);
+      throw error;
+    }
+    this.#stats.responses++;
+  };
+
+  async #shutdown(): Promise<void> {
+    const started = performance.now();
+    let shutdownHook: Promise<void> = Promise.resolve();
+    if (this.#onShutdown !== undefined) {
+      try {
+        shutdownHook = Promise.resolve(this.#onShutdown()).catch((error) => {
+          this.#log("error", `onShutdown failed: ${describe(error)}`);
+        });
+      } catch (error) {
+        this.#log("error", `onShutdown failed: ${describe(error)}`);
+      }
+    }
+    const everything = Promise.all([shutdownHook, ...this.#inFlight]).then(() => true);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.#graceMs);
+    });
+    const settled = await Promise.race([everything, timeout]);
+    clearTimeout(timer);
+    if (!settled) {
+      this.#stats.abandoned = this.#inFlight.size;
+      this.#log(
+        "warn",
+        `shutdown grace of ${this.#graceMs} ms over after ${
+          Math.round(performance.now() - started)
+        } ms: ${this.#inFlight.size} request(s) still running, closing the transport`,
+      );
+    }
+    try {
+      await this.#transport.close();
+    } catch (error) {
+      this.#log("error", `closing the Dora transport failed: ${describe(error)}`);
+    }
+  }
+
+  #log(level: ToolEndpointNodeLogLevel, message: string): void {
+    try {
+      this.#logger(level, message);
+    } catch {
+      // A failing logger must not stop the node.
+    }
+  }
+}
+
+function defaultLogger(transport: DoraTransport): ToolEndpointNodeLogger {
+  return (level, message) => {
+    if (level !== "warn" && level !== "error") return;
+    if (typeof transport.log === "function") {
+      transport.log(level, message);
+    } else {
+      console.error(`[forge-tool ${level}] ${message}`);
+    }
+  };
+}
+
+/**
+ * Serves ToolEndpoint requests on a Dora transport until Stop or the end of the event stream,
+ * then shuts down gracefully and resolves with the stats. The one-call form of
+ * {@linkcode ToolEndpointNode}.
+ *
+ * @example
+ * ```ts ignore
+ * import { openDoraNode, runToolEndpointNode } from "@forge/tool/dora";
+ * const stats = await runToolEndpointNode({
+ *   transport: await openDoraNode(),
+ *   handle: async (request, publish) => await publish(await answer(request)),
+ * });
+ * console.log(stats.stopReason);
+ * ```
+ */
+export function runToolEndpointNode(
+  options: ToolEndpointNodeOptions,
+): Promise<ToolEndpointNodeStats> {
+  return new ToolEndpointNode(options).run();
+}
