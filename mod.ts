@@ -26,6 +26,7 @@ export {
   ToolEndpointError,
   type ToolErrorCode,
   ToolErrorCodes,
+  type ToolErrorCodeTable,
   ToolProtocolError,
 } from "./src/endpoint/errors.ts";
 export * from "./src/endpoint/models.ts";

@@ -127,6 +127,8 @@ interface ExecutionRecord {
   emitter: ExecutionEmitter | undefined;
   abort: AbortController | undefined;
   deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Removes the execution's handler-close listener (set while the execution is linked). */
+  unlinkLifetime: (() => void) | undefined;
 }
 
 const REQUIRED_METHODS: Readonly<Record<string, readonly string[]>> = {
@@ -636,6 +638,7 @@ export class ToolEndpointHandler {
       emitter: undefined,
       abort: new AbortController(),
       deadlineTimer: undefined,
+      unlinkLifetime: undefined,
     };
     this.#ledger.set(key.id, record);
     this.#permits.set(operation.name, this.#permits.get(operation.name)! + 1);
@@ -681,6 +684,7 @@ export class ToolEndpointHandler {
           this.#settle(execution, execution.result);
         } else {
           this.#releasePermit(execution);
+          this.#clearDeadline(execution);
           this.#settle(execution, error.error);
         }
       } else {
@@ -762,13 +766,19 @@ export class ToolEndpointHandler {
       timer = id;
       if (record !== undefined) record.deadlineTimer = timer;
     }
+    if (record !== undefined) {
+      record.unlinkLifetime = () => lifetime.removeEventListener("abort", onClose);
+    }
     return () => {
       lifetime.removeEventListener("abort", onClose);
       if (record === undefined) clearTimeout(timer);
     };
   }
 
+  /** Ends the record's links: its deadline timer and its handler-close listener. */
   #clearDeadline(record: ExecutionRecord): void {
+    record.unlinkLifetime?.();
+    record.unlinkLifetime = undefined;
     if (record.deadlineTimer !== undefined) {
       clearTimeout(record.deadlineTimer);
       record.deadlineTimer = undefined;
@@ -873,6 +883,7 @@ export class ToolEndpointHandler {
       emitter: undefined,
       abort: undefined,
       deadlineTimer: undefined,
+      unlinkLifetime: undefined,
     };
     this.#ledger.set(key.id, record);
     return record;
