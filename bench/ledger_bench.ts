@@ -1,0 +1,170 @@
+/**
+ * The execution ledger: Action invoke + status + result round trips through `dispatch` for
+ * distinct keys (churning the ledger past its bound), duplicate-invoke replay, and Query invokes,
+ * each beside a baseline measured in the same run (the same round trip against a bare `Map`).
+ * Before the benches it prints the heap after 10,000 and after 1,000,000 distinct keys.
+ */
+import {
+  makeInvokeRequestEnvelope,
+  makeResultRequestEnvelope,
+  makeStatusRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+  ToolAccepted,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  type ToolEnvelope,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+
+const done = new ToolResult({ status: "succeeded", outputs: { ok: true } });
+const completed = new ToolExecutionStatus({ phase: "completed" });
+const available = new ToolResultResponse({ status: "available", result: done });
+
+function handler(): ToolEndpointHandler {
+  return new ToolEndpointHandler(
+    new ToolEndpointDescriptor({
+      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+      endpointId: "motion.arm",
+      operations: [
+        new ToolOperationDescriptor({
+          name: "move",
+          semantics: "action",
+          cancellable: true,
+          statusSupported: true,
+          maxConcurrency: 64,
+        }),
+        new ToolOperationDescriptor({ name: "detect", semantics: "query" }),
+      ],
+    }),
+    {
+      endpointInstanceId: "instance-1",
+      operations: {
+        move: {
+          start: () => new ToolAccepted(),
+          cancel: () => new ToolControlResponse({ command: "cancel", status: "accepted" }),
+          status: () => completed,
+          result: () => available,
+        },
+        detect: { query: () => done },
+      },
+    },
+  );
+}
+
+function requests(operation: string, invocationId: string): ToolEnvelope[] {
+  const context = new ToolContext({
+    executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
+    toolId: "forge.tool.move",
+    implementationId: "arm",
+    endpointId: "motion.arm",
+    operation,
+  });
+  const ids = { requestId: `r-${invocationId}`, endpointInstanceId: "instance-1" };
+  return [
+    makeInvokeRequestEnvelope(new ToolRequest({ arguments: { target: "home" } }), context, ids),
+    makeStatusRequestEnvelope(context, ids),
+    makeResultRequestEnvelope(context, ids),
+  ];
+}
+
+// A pool of prebuilt requests so the benches measure the handler, not the factories.
+const POOL = 4096;
+const pool = Array.from({ length: POOL }, (_, i) => requests("move", `invocation-${i}`));
+
+async function roundTrip(target: ToolEndpointHandler, batch: ToolEnvelope[]): Promise<void> {
+  await target.dispatch(batch[0]);
+  await target.dispatch(batch[1]);
+  await target.dispatch(batch[2]);
+}
+
+function heapMiB(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return Deno.memoryUsage().heapUsed / 1048576;
+}
+
+{
+  const target = handler();
+  let heap10k = 0;
+  for (let i = 0; i < 1_000_000; i++) {
+    // Distinct keys: a fresh request per key beyond the pool.
+    const batch = i < POOL ? pool[i] : requests("move", `key-${i}`);
+    await roundTrip(target, batch);
+    if (i === 9_999) heap10k = heapMiB();
+  }
+  const heap1m = heapMiB();
+  console.log(
+    `ledger heap: ${heap10k.toFixed(1)} MiB after 10,000 keys, ${heap1m.toFixed(1)} MiB after ` +
+      `1,000,000 keys (ratio ${(heap1m / heap10k).toFixed(2)}; retained ` +
+      `${target.state.retainedExecutions})`,
+  );
+}
+
+const churn = handler();
+let next = 0;
+Deno.bench({
+  name: "bare Map round trip (baseline)",
+  group: "action round trip",
+  baseline: true,
+  fn: (() => {
+    const map = new Map<string, { status: ToolExecutionStatus; result: ToolResult }>();
+    let n = 0;
+    return async () => {
+      const key = `invocation-${n++ % POOL}`;
+      map.set(key, { status: completed, result: done });
+      await Promise.resolve(map.get(key)?.status);
+      await Promise.resolve(map.get(key)?.result);
+      if (map.size > 1024) map.delete(map.keys().next().value!);
+    };
+  })(),
+});
+Deno.bench({
+  name: "dispatch invoke + status + result (distinct keys, ledger churn)",
+  group: "action round trip",
+  fn: () => roundTrip(churn, pool[next++ % POOL]),
+});
+
+const replayTarget = handler();
+await replayTarget.dispatch(pool[0][0]);
+Deno.bench({
+  name: "bare Map lookup (baseline)",
+  group: "duplicate replay",
+  baseline: true,
+  fn: (() => {
+    const map = new Map([["invocation-0", new ToolAccepted()]]);
+    return async () => {
+      await Promise.resolve(map.get("invocation-0"));
+    };
+  })(),
+});
+Deno.bench({
+  name: "dispatch duplicate invoke (replayed outcome)",
+  group: "duplicate replay",
+  fn: async () => {
+    await replayTarget.dispatch(pool[0][0]);
+  },
+});
+
+const queryTarget = handler();
+const query = requests("detect", "query-1")[0];
+Deno.bench({
+  name: "bare call (baseline)",
+  group: "query invoke",
+  baseline: true,
+  fn: async () => {
+    await Promise.resolve(done);
+  },
+});
+Deno.bench({
+  name: "dispatch Query invoke",
+  group: "query invoke",
+  fn: async () => {
+    await queryTarget.dispatch(query);
+  },
+});
