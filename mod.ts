@@ -49,3 +49,33 @@ export {
   type ToolEndpointHandlerState,
   type ToolEventSink,
 } from "./src/handler/handler.ts";
+export { type MonotonicClock, type NodeClock, SYSTEM_CLOCK } from "./src/node/clock.ts";
+export {
+  DEFAULT_LEASE_TTL_MS,
+  descriptorsEqual,
+  EndpointRegistry,
+  type EndpointRegistryChange,
+  EndpointRegistryErrorCodes,
+  type EndpointRegistryErrorCodeTable,
+  type EndpointRegistryOptions,
+  type EndpointRegistryRecord,
+} from "./src/node/registry.ts";
+export {
+  EndpointRegistration,
+  type EndpointRegistrationOptions,
+  type EndpointRegistrationState,
+  type RegistrationBackoff,
+  type RegistrationStopOptions,
+} from "./src/node/registration.ts";
+export {
+  EndpointHealthReporter,
+  type EndpointHealthReporterOptions,
+  endpointStateOf,
+  type HealthStopOptions,
+} from "./src/node/health.ts";
+export {
+  EndpointNodeLifecycle,
+  type EndpointNodeLifecycleOptions,
+  type EndpointNodePhase,
+  newEndpointInstanceId,
+} from "./src/node/node.ts";

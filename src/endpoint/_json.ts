@@ -30,6 +30,9 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 
 /** True when `value` is empty or made only of whitespace (the reference's blank set). */
 export function isBlank(value: string): boolean {
+  // Fast exit: a first character that is visible ASCII cannot start a blank string.
+  const c = value.charCodeAt(0);
+  if (c > 0x20 && c < 0x7f) return false;
   return BLANK.test(value);
 }
 

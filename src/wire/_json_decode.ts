@@ -60,162 +60,183 @@ const frameKeySets: (Set<number> | undefined)[] = new Array(FAST_MAX_LEVEL + 2);
 let keyHashes = new Int32Array(1024);
 const SMALL_OBJECT_KEYS = 16;
 
+/** The scan's verdict: clean (the fast path applies), and whether any byte was non-ASCII. */
+const SCAN_DIRTY = 0;
+const SCAN_CLEAN_ASCII = 1;
+const SCAN_CLEAN_UTF8 = 2;
+
 /**
  * Scans `bytes[start, end)` and answers whether the document is free of everything the strict
- * rules reject or transform and `JSON.parse` would let through. A `false` answer only means
- * "take the exact path"; it is never an error by itself.
+ * rules reject or transform and `JSON.parse` would let through (`SCAN_DIRTY` only means "take the
+ * exact path"; it is never an error by itself), and whether every byte was ASCII (then the text
+ * is valid UTF-8 without a fatal decode).
  */
-export function scanIsClean(bytes: Uint8Array, start = 0, end = bytes.length): boolean {
+function scan(bytes: Uint8Array, start: number, end: number): number {
   let level = 0;
   let keyTop = 0;
   let expectKey = false;
+  let high = 0;
   let i = start;
   while (i < end) {
     const c = bytes[i];
     if (c === 0x22) {
-      // String: hash it when it is an object key; reject escaped surrogates.
-      let hash = 0x811c9dc5 | 0;
       i++;
+      if (!expectKey) {
+        // A value string: skip it; reject escaped surrogates.
+        for (;;) {
+          if (i >= end) return SCAN_DIRTY;
+          const s = bytes[i];
+          if (s === 0x22) break;
+          high |= s;
+          if (s === 0x5c) {
+            if (i + 3 < end && bytes[i + 1] === 0x75 && (bytes[i + 2] | 0x20) === 0x64) {
+              const h = bytes[i + 3] | 0x20;
+              if (h === 0x38 || h === 0x39 || (h >= 0x61 && h <= 0x66)) return SCAN_DIRTY;
+            }
+            i += 2;
+          } else {
+            i++;
+          }
+        }
+        i++;
+        continue;
+      }
+      // An object key: hash it for the duplicate check; an escaped key takes the exact path.
+      let hash = 0x811c9dc5 | 0;
       for (;;) {
-        if (i >= end) return false;
+        if (i >= end) return SCAN_DIRTY;
         const s = bytes[i];
         if (s === 0x22) break;
-        if (s === 0x5c) {
-          if (expectKey) return false; // escaped key: equality after unescaping is exact-path work
-          const e = bytes[i + 1];
-          if (e === 0x75) {
-            const h = bytes[i + 2] | 0x20;
-            if (h === 0x64) {
-              const h2 = bytes[i + 3] | 0x20;
-              if (h2 >= 0x38 && h2 <= 0x66 && (h2 >= 0x61 || h2 <= 0x39)) return false;
-            }
-            i += 6;
-          } else {
-            i += 2;
-          }
-          continue;
-        }
+        if (s === 0x5c) return SCAN_DIRTY;
+        high |= s;
         hash = Math.imul(hash ^ s, 0x01000193);
         i++;
       }
       i++;
-      if (expectKey) {
-        const from = frameKeyStart[level];
-        const set = frameKeySets[level];
-        if (set !== undefined) {
-          if (set.has(hash)) return false;
-          set.add(hash);
-        } else {
-          for (let k = from; k < keyTop; k++) if (keyHashes[k] === hash) return false;
-          if (keyTop - from >= SMALL_OBJECT_KEYS) {
-            const promoted = new Set<number>();
-            for (let k = from; k < keyTop; k++) promoted.add(keyHashes[k]);
-            promoted.add(hash);
-            frameKeySets[level] = promoted;
-          } else {
-            if (keyTop === keyHashes.length) {
-              const grown = new Int32Array(keyHashes.length * 2);
-              grown.set(keyHashes);
-              keyHashes = grown;
-            }
-            keyHashes[keyTop++] = hash;
-          }
-        }
-        expectKey = false;
+      expectKey = false;
+      const set = frameKeySets[level];
+      if (set !== undefined) {
+        if (set.has(hash)) return SCAN_DIRTY;
+        set.add(hash);
+        continue;
       }
+      const from = frameKeyStart[level];
+      for (let k = from; k < keyTop; k++) if (keyHashes[k] === hash) return SCAN_DIRTY;
+      if (keyTop - from >= SMALL_OBJECT_KEYS) {
+        const promoted = new Set<number>();
+        for (let k = from; k < keyTop; k++) promoted.add(keyHashes[k]);
+        promoted.add(hash);
+        frameKeySets[level] = promoted;
+        continue;
+      }
+      if (keyTop === keyHashes.length) {
+        const grown = new Int32Array(keyHashes.length * 2);
+        grown.set(keyHashes);
+        keyHashes = grown;
+      }
+      keyHashes[keyTop++] = hash;
       continue;
     }
+    if ((c >= 0x30 && c <= 0x39) || c === 0x2d) {
+      i = scanNumber(bytes, i, end);
+      if (i < 0) return SCAN_DIRTY;
+      continue;
+    }
+    i++;
     switch (c) {
+      case 0x2c: // ,
+        expectKey = frameIsObject[level] === 1;
+        break;
       case 0x7b: // {
-        if (++level > FAST_MAX_LEVEL) return false;
+        if (++level > FAST_MAX_LEVEL) return SCAN_DIRTY;
         frameIsObject[level] = 1;
         frameKeyStart[level] = keyTop;
         frameKeySets[level] = undefined;
         expectKey = true;
-        i++;
-        continue;
+        break;
       case 0x5b: // [
-        if (++level > FAST_MAX_LEVEL) return false;
+        if (++level > FAST_MAX_LEVEL) return SCAN_DIRTY;
         frameIsObject[level] = 0;
         expectKey = false;
-        i++;
-        continue;
+        break;
       case 0x7d: // }
       case 0x5d: // ]
-        if (level === 0) return false;
+        if (level === 0) return SCAN_DIRTY;
         if (frameIsObject[level] === 1) {
           keyTop = frameKeyStart[level];
           frameKeySets[level] = undefined;
         }
         level--;
         expectKey = false;
-        i++;
-        continue;
-      case 0x2c: // ,
-        expectKey = level > 0 && frameIsObject[level] === 1;
-        i++;
-        continue;
-      case 0x2d: // -
-      case 0x30:
-      case 0x31:
-      case 0x32:
-      case 0x33:
-      case 0x34:
-      case 0x35:
-      case 0x36:
-      case 0x37:
-      case 0x38:
-      case 0x39: {
-        const tokenStart = i;
-        let digits = 0;
-        let integer = true;
-        let exponentDigits = 0;
-        let inExponent = false;
-        if (c === 0x2d) i++;
-        const firstDigit = i;
-        while (i < end) {
-          const d = bytes[i];
-          if (d >= 0x30 && d <= 0x39) {
-            if (inExponent) exponentDigits++;
-            else digits++;
-          } else if (d === 0x2e) integer = false;
-          else if (d === 0x65 || d === 0x45) {
-            integer = false;
-            inExponent = true;
-          } else if (d !== 0x2b && d !== 0x2d) break;
-          i++;
-        }
-        if (integer) {
-          if (digits >= 16) return false;
-          if (c === 0x2d && digits === 1 && bytes[firstDigit] === 0x30) return false; // -0
-        } else if (exponentDigits > 2 || i - tokenStart > 300) {
-          return false;
-        }
-        continue;
-      }
+        break;
       default:
-        i++;
+        high |= c;
     }
   }
-  return level === 0;
+  if (level !== 0) return SCAN_DIRTY;
+  return high >= 0x80 ? SCAN_CLEAN_UTF8 : SCAN_CLEAN_ASCII;
 }
+
+/**
+ * Skips one number token starting at `i` and returns the index after it, or -1 when the token
+ * needs the exact path: an integer of 16 or more digits (it may exceed ±(2^53 − 1)), `-0`, or a
+ * float whose exponent or length could overflow to infinity.
+ */
+function scanNumber(bytes: Uint8Array, i: number, end: number): number {
+  const negative = bytes[i] === 0x2d;
+  let j = negative ? i + 1 : i;
+  const first = j;
+  while (j < end) {
+    const d = bytes[j];
+    if (d < 0x30 || d > 0x39) break;
+    j++;
+  }
+  const digits = j - first;
+  const next = j < end ? bytes[j] : 0;
+  if (next !== 0x2e && next !== 0x65 && next !== 0x45) {
+    if (digits >= 16) return -1;
+    if (negative && digits === 1 && bytes[first] === 0x30) return -1;
+    return j;
+  }
+  // A float token: fraction and exponent.
+  let exponentDigits = 0;
+  let inExponent = false;
+  while (j < end) {
+    const d = bytes[j];
+    if (d >= 0x30 && d <= 0x39) {
+      if (inExponent) exponentDigits++;
+    } else if (d === 0x65 || d === 0x45) inExponent = true;
+    else if (d !== 0x2e && d !== 0x2b && d !== 0x2d) break;
+    j++;
+  }
+  return exponentDigits > 2 || j - i > 300 ? -1 : j;
+}
+
+/** True when the fast path applies to `bytes[start, end)` (see the module documentation). */
+export function scanIsClean(bytes: Uint8Array, start = 0, end = bytes.length): boolean {
+  return scan(bytes, start, end) !== SCAN_DIRTY;
+}
+
+const asciiDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
  * Parses strict JSON from UTF-8 bytes (already size-checked): valid UTF-8, no duplicate key,
  * no `NaN`/`Infinity`, integer tokens within ±(2^53 − 1), no trailing data.
  */
 export function parseStrictJsonBytes(bytes: Uint8Array, start = 0, end = bytes.length): ParsedJson {
-  const text = decodeUtf8(
-    start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end),
-  );
-  if (scanIsClean(bytes, start, end)) {
+  const view = start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end);
+  const verdict = scan(bytes, start, end);
+  if (verdict !== SCAN_DIRTY) {
+    // Pure ASCII is valid UTF-8: the engine's non-fatal decoder is several times faster.
+    const text = verdict === SCAN_CLEAN_ASCII ? asciiDecoder.decode(view) : decodeUtf8(view);
     try {
       return { value: JSON.parse(text), normalized: true };
     } catch {
-      // The exact parser reports the reference's error below.
+      // The exact parser reports the reference's error below (after a strict UTF-8 decode: an
+      // invalid byte sequence is reported before any JSON error, as the reference does).
     }
   }
-  return { value: parseExact(text), normalized: false };
+  return { value: parseExact(decodeUtf8(view)), normalized: false };
 }
 
 /** Parses strict JSON from a string with the exact parser (used for text input). */

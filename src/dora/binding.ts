@@ -1,0 +1,431 @@
+/**
+ * The Dora binding of a {@linkcode ToolEndpointHandler}: bounded ToolMessage carriers in, Arrow
+ * responses and events out, with correlated fallbacks that fit the configured message limit and
+ * an acknowledged publication barrier that puts every Action or Session response on the output
+ * before any of its events.
+ *
+ * The binding owns no Dora node and chooses no input or output ids: a node receives an input,
+ * awaits the binding, and publishes what it returns (or what the event sink receives).
+ *
+ * @module
+ */
+import type { RecordBatch } from "apache-arrow";
+import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "apache-arrow";
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { ToolError } from "../endpoint/models.ts";
+import { ToolEndpointHandler } from "../handler/handler.ts";
+import { FifoLock } from "../handler/_emitter.ts";
+import { checkByteLimit, encodedEnvelopeSize } from "../wire/codec.ts";
+import type { ToolEnvelope } from "../wire/envelope.ts";
+import { makeErrorResponseEnvelope } from "../wire/factories.ts";
+import {
+  carrierToEnvelope,
+  toolEnvelopeToMessage,
+  type ToolMessageArrowValue,
+  toolMessageCarrierSize,
+} from "./carrier.ts";
+
+/**
+ * Publishes one ToolMessage record batch on the node's output and resolves once it is published
+ * (the acknowledgement the publication barrier waits for).
+ */
+export type DoraEventSink = (batch: RecordBatch) => void | PromiseLike<void>;
+
+/** Options of {@linkcode DoraToolEndpointBinding}. */
+export interface DoraToolEndpointBindingOptions {
+  /**
+   * The largest logical encoded message, in bytes, of every response and event (default 1 MiB,
+   * at least 1024). Requests get 512 bytes less, kept as headroom for a correlated error.
+   */
+  readonly maxMessageBytes?: number;
+  /**
+   * The largest in-memory Arrow carrier accepted, in bytes, checked before anything is read
+   * (default `maxMessageBytes` + 64 KiB; at least `maxMessageBytes`).
+   */
+  readonly maxCarrierBytes?: number;
+  /**
+   * Publishes Action and Session invoke responses and their events, in order (required for
+   * {@linkcode DoraToolEndpointBinding.dispatchInput} of an Action or Session invoke).
+   */
+  readonly eventSink?: DoraEventSink;
+  /**
+   * Told about an endpoint failure the binding answered with a correlated fallback, and about a
+   * fallback that could not be encoded (default: `console.error`).
+   */
+  readonly onError?: (error: unknown, request: ToolEnvelope) => void;
+}
+
+const CORRELATED_ERROR_RESERVE_BYTES = 512;
+const MIN_BINDING_MESSAGE_BYTES = 1024;
+const DEFAULT_CARRIER_OVERHEAD_BYTES = 65536;
+const SIZE_LIMIT_MESSAGE = "ToolEndpoint message exceeds the configured size limit";
+const IPC_BYTES_MESSAGE =
+  "DoraToolEndpointBinding does not accept IPC bytes; decode them upstream " +
+  "under bounded framing and decompression limits";
+
+function defaultOnError(error: unknown, request: ToolEnvelope): void {
+  console.error(
+    `ToolEndpoint failed request_id=${request.requestId} invocation_id=${request.invocationId} ` +
+      `attempt_id=${request.attemptId} endpoint_id=${request.endpointId} ` +
+      `endpoint_instance_id=${request.endpointInstanceId} operation=${request.operation}`,
+    error,
+  );
+}
+
+function correlatedProtocolError(
+  error: ToolProtocolError,
+  request: ToolEnvelope,
+  maxMessageBytes: number,
+  maxRequestBytes?: number,
+): ToolEnvelope {
+  const details: Record<string, number> = {};
+  let message = "ToolEndpoint response violates the Wire protocol";
+  if (error.code === ToolErrorCodes.MESSAGE_TOO_LARGE) {
+    message = SIZE_LIMIT_MESSAGE;
+    details.max_message_bytes = maxMessageBytes;
+    if (maxRequestBytes !== undefined) details.max_request_bytes = maxRequestBytes;
+  }
+  return makeErrorResponseEnvelope(
+    new ToolError({ code: error.code, message, retryable: false, details }),
+    request,
+  );
+}
+
+function correlatedInternalError(request: ToolEnvelope): ToolEnvelope {
+  return makeErrorResponseEnvelope(
+    new ToolError({
+      code: ToolErrorCodes.ENDPOINT_INTERNAL,
+      message: "endpoint failed to produce a valid response",
+      retryable: false,
+    }),
+    request,
+  );
+}
+
+/**
+ * Bridges bounded Dora ToolMessage inputs to an embedded {@linkcode ToolEndpointHandler}.
+ *
+ * Before route trust everything is raised, never answered: IPC bytes (`TypeError`), a carrier
+ * larger than `maxCarrierBytes` or a `payload_json` larger than `maxMessageBytes`
+ * (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`), carrier rule violations, and the handler's route check
+ * (`FORGE_PROTOCOL_ROUTE_MISMATCH`, `FORGE_PROTOCOL_UNKNOWN_OPERATION`). Once the route is
+ * trusted, every failure gets a correlated `tool.error` that fits the message limit: a request
+ * larger than `maxRequestBytes`, a response that is too large or violates the Wire, and an
+ * endpoint that throws (`FORGE_ENDPOINT_INTERNAL`).
+ *
+ * @example
+ * ```ts
+ * import {
+ *   makeInvokeRequestEnvelope,
+ *   ToolContext,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolExecutionKey,
+ *   ToolOperationDescriptor,
+ *   ToolRequest,
+ *   ToolResult,
+ * } from "@forge/tool";
+ * import {
+ *   DoraToolEndpointBinding,
+ *   toolEnvelopeToMessage,
+ *   toolMessageToEnvelope,
+ * } from "@forge/tool/dora";
+ *
+ * const handler = new ToolEndpointHandler(
+ *   new ToolEndpointDescriptor({
+ *     protocolVersion: "forge.tool.endpoint/v1alpha1",
+ *     endpointId: "vision.yolo",
+ *     operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+ *   }),
+ *   {
+ *     endpointInstanceId: "instance-1",
+ *     operations: {
+ *       detect: { query: (request) => new ToolResult({ status: "succeeded", outputs: request.arguments }) },
+ *     },
+ *   },
+ * );
+ * const binding = new DoraToolEndpointBinding(handler);
+ * const context = new ToolContext({
+ *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
+ *   toolId: "forge.tool.detect",
+ *   implementationId: "yolo",
+ *   endpointId: "vision.yolo",
+ *   operation: "detect",
+ * });
+ * const request = makeInvokeRequestEnvelope(new ToolRequest({ arguments: { class: "cube" } }), context, {
+ *   requestId: "request-1",
+ *   endpointInstanceId: "instance-1",
+ * });
+ * const [response] = await binding.dispatchInput(toolEnvelopeToMessage(request));
+ * console.log(toolMessageToEnvelope(response).messageType); // tool.invoke.response
+ * ```
+ */
+export class DoraToolEndpointBinding {
+  readonly #handler: ToolEndpointHandler;
+  readonly #eventSink: DoraEventSink | undefined;
+  readonly #onError: (error: unknown, request: ToolEnvelope) => void;
+  readonly #maxMessageBytes: number;
+  readonly #maxRequestBytes: number;
+  readonly #maxCarrierBytes: number;
+
+  /**
+   * Checks, in order: the handler (`TypeError`), `maxMessageBytes` (a positive integer of at
+   * least 1024, `RangeError`), `maxCarrierBytes` (a positive integer of at least
+   * `maxMessageBytes`, `RangeError`), and `eventSink` (a function, `TypeError`).
+   */
+  constructor(handler: ToolEndpointHandler, options: DoraToolEndpointBindingOptions = {}) {
+    if (!(handler instanceof ToolEndpointHandler)) {
+      throw new TypeError("handler must be a ToolEndpointHandler");
+    }
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError("options must be an object");
+    }
+    const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+    if (maximum < MIN_BINDING_MESSAGE_BYTES) {
+      throw new RangeError(
+        `max_message_bytes must be at least ${MIN_BINDING_MESSAGE_BYTES} for correlated error responses`,
+      );
+    }
+    const carrierMaximum = options.maxCarrierBytes === undefined
+      ? maximum + DEFAULT_CARRIER_OVERHEAD_BYTES
+      : checkByteLimit(options.maxCarrierBytes, "max_carrier_bytes");
+    if (carrierMaximum < maximum) {
+      throw new RangeError("max_carrier_bytes must be at least max_message_bytes");
+    }
+    const sink: unknown = options.eventSink;
+    if (sink !== undefined && typeof sink !== "function") {
+      throw new TypeError("event_sink must be an async function or undefined");
+    }
+    const onError: unknown = options.onError;
+    if (onError !== undefined && typeof onError !== "function") {
+      throw new TypeError("onError must be a function or undefined");
+    }
+    this.#handler = handler;
+    this.#eventSink = sink as DoraEventSink | undefined;
+    this.#onError = (onError as typeof defaultOnError | undefined) ?? defaultOnError;
+    this.#maxMessageBytes = maximum;
+    this.#maxRequestBytes = maximum - CORRELATED_ERROR_RESERVE_BYTES;
+    this.#maxCarrierBytes = carrierMaximum;
+  }
+
+  /** The embedded transport-independent handler. */
+  get handler(): ToolEndpointHandler {
+    return this.#handler;
+  }
+
+  /** The logical encoded-message limit of every response and event. */
+  get maxMessageBytes(): number {
+    return this.#maxMessageBytes;
+  }
+
+  /** The logical encoded-message limit of a request (`maxMessageBytes` − 512). */
+  get maxRequestBytes(): number {
+    return this.#maxRequestBytes;
+  }
+
+  /** The in-memory Arrow carrier limit, checked before a carrier is read. */
+  get maxCarrierBytes(): number {
+    return this.#maxCarrierBytes;
+  }
+
+  #report(error: unknown, request: ToolEnvelope): void {
+    try {
+      this.#onError(error, request);
+    } catch {
+      // A failing reporter must not change the answer.
+    }
+  }
+
+  #fallbackToArrow(fallback: ToolEnvelope, request: ToolEnvelope, original: unknown): RecordBatch {
+    try {
+      return toolEnvelopeToMessage(fallback, { maxMessageBytes: this.#maxMessageBytes });
+    } catch (error) {
+      this.#report(error, request);
+      throw original;
+    }
+  }
+
+  #responseToArrow(response: ToolEnvelope, request: ToolEnvelope): RecordBatch {
+    try {
+      return toolEnvelopeToMessage(response, { maxMessageBytes: this.#maxMessageBytes });
+    } catch (error) {
+      const fallback = error instanceof ToolProtocolError
+        ? correlatedProtocolError(error, request, this.#maxMessageBytes)
+        : correlatedInternalError(request);
+      return this.#fallbackToArrow(fallback, request, error);
+    }
+  }
+
+  /** Encodes one event; a failure is raised, never turned into a correlated response. */
+  #eventToArrow(event: ToolEnvelope): RecordBatch {
+    if (event.messageType !== "tool.event") {
+      throw new RangeError("event sink only accepts tool.event envelopes");
+    }
+    return toolEnvelopeToMessage(event, { maxMessageBytes: this.#maxMessageBytes });
+  }
+
+  /** Reads and route-checks an inbound carrier; every failure here is raised. */
+  #requestFromArrow(value: unknown): ToolEnvelope {
+    if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
+      throw new TypeError(IPC_BYTES_MESSAGE);
+    }
+    if (
+      typeof SharedArrayBuffer !== "undefined" && value instanceof SharedArrayBuffer
+    ) throw new TypeError(IPC_BYTES_MESSAGE);
+    if (
+      isArrowRecordBatch(value) || isArrowTable(value) || isArrowVector(value) || isArrowData(value)
+    ) {
+      const size = toolMessageCarrierSize(value as ToolMessageArrowValue);
+      if (size > this.#maxCarrierBytes) {
+        throw new ToolProtocolError(
+          ToolErrorCodes.MESSAGE_TOO_LARGE,
+          `Arrow carrier size ${size} exceeds limit ${this.#maxCarrierBytes}`,
+        );
+      }
+    }
+    const request = carrierToEnvelope(value, this.#maxMessageBytes);
+    // Never answer a request for another route. Once the route is trusted, accepted requests
+    // keep headroom for a later correlated failure.
+    this.#handler.validateRequestRoute(request);
+    return request;
+  }
+
+  /** The correlated too-large answer to a trusted request beyond `maxRequestBytes`, if any. */
+  #requestTooLarge(request: ToolEnvelope): RecordBatch | undefined {
+    const size = encodedEnvelopeSize(request);
+    if (size <= this.#maxRequestBytes) return undefined;
+    const error = new ToolProtocolError(
+      ToolErrorCodes.MESSAGE_TOO_LARGE,
+      `message size ${size} exceeds limit ${this.#maxRequestBytes}`,
+    );
+    const fallback = correlatedProtocolError(
+      error,
+      request,
+      this.#maxMessageBytes,
+      this.#maxRequestBytes,
+    );
+    return this.#fallbackToArrow(fallback, request, error);
+  }
+
+  #semantics(request: ToolEnvelope): string {
+    return this.#handler.descriptor.operations.find((operation) =>
+      operation.name === request.operation
+    )!.semantics;
+  }
+
+  /**
+   * Handles one Query `tool.invoke.request` carrier and returns its single Arrow response (the
+   * legacy Query-only entry; {@linkcode dispatchInput} handles every execution request).
+   *
+   * IPC bytes are a `TypeError`: decode them upstream under bounded framing and decompression
+   * limits ({@linkcode decodeToolMessageIpc}). Another request type is a `RangeError`, an Action
+   * or Session operation a `TypeError` (its provider is never started).
+   */
+  async handleInput(value: ToolMessageArrowValue): Promise<RecordBatch> {
+    const request = this.#requestFromArrow(value);
+    this.#handler.validateInvokeRoute(request);
+    if (this.#semantics(request) !== "query") {
+      throw new TypeError(
+        "handleInput is Query-only; Action or Session operations must use dispatchInput",
+      );
+    }
+    const tooLarge = this.#requestTooLarge(request);
+    if (tooLarge !== undefined) return tooLarge;
+    let response: ToolEnvelope;
+    try {
+      response = await this.#handler.handleInvoke(request);
+    } catch (error) {
+      this.#report(error, request);
+      response = correlatedInternalError(request);
+    }
+    return this.#responseToArrow(response, request);
+  }
+
+  /**
+   * Dispatches one execution request carrier (invoke, status, result or control).
+   *
+   * For a Query invoke and for status, result and control requests the Arrow messages are
+   * returned, the correlated response first. For an Action or Session invoke (which requires
+   * `eventSink`) everything is published through the sink and an empty array is returned: the
+   * response is published and acknowledged first, then the events emitted before acceptance in
+   * sequence order, then events emitted later — a late event waits until the response is
+   * published. A failure never fabricates a second correlated answer: if the response cannot be
+   * published, waiting and later events fail with an `Error` whose `cause` is the failure; an
+   * event that cannot be encoded or published is raised to the provider from `emit()` (late) or
+   * from this method after the response was published (early).
+   */
+  async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
+    const request = this.#requestFromArrow(value);
+    const tooLarge = this.#requestTooLarge(request);
+    if (tooLarge !== undefined) return [tooLarge];
+
+    const startInvoke = request.messageType === "tool.invoke.request" &&
+      this.#semantics(request) !== "query";
+    const sink = this.#eventSink;
+    if (startInvoke && sink === undefined) {
+      throw new Error("Action or Session dispatch requires an asynchronous event_sink publisher");
+    }
+
+    const gate = Promise.withResolvers<void>();
+    let gateOpen = false;
+    let publishFailed = false;
+    let publishFailure: unknown;
+    const publishLock = new FifoLock();
+
+    const emitEvent = async (event: ToolEnvelope): Promise<void> => {
+      await gate.promise;
+      if (publishFailed) {
+        throw new Error("Response publication failed; event was not published", {
+          cause: publishFailure,
+        });
+      }
+      if (sink === undefined) throw new Error("Event publisher is unavailable");
+      const release = await publishLock.acquire();
+      try {
+        await sink(this.#eventToArrow(event));
+      } finally {
+        release();
+      }
+    };
+
+    let messages: readonly ToolEnvelope[];
+    try {
+      messages = await this.#handler.dispatch(
+        request,
+        startInvoke ? { eventSink: emitEvent } : {},
+      );
+    } catch (error) {
+      // A trusted request always gets an answer.
+      this.#report(error, request);
+      messages = [correlatedInternalError(request)];
+    }
+    if (!startInvoke) {
+      return messages.map((message) =>
+        message.messageType === "tool.event"
+          ? this.#eventToArrow(message)
+          : this.#responseToArrow(message, request)
+      );
+    }
+
+    const release = await publishLock.acquire();
+    try {
+      const responseBatch = this.#responseToArrow(messages[0], request);
+      await sink!(responseBatch);
+      gateOpen = true;
+      gate.resolve();
+      for (let i = 1; i < messages.length; i++) await sink!(this.#eventToArrow(messages[i]));
+    } catch (error) {
+      if (!gateOpen) {
+        publishFailed = true;
+        publishFailure = error;
+        gateOpen = true;
+        gate.resolve();
+      }
+      throw error;
+    } finally {
+      release();
+    }
+    return [];
+  }
+}

@@ -1,0 +1,740 @@
+/**
+ * The `forge_msgs.ToolMessage` Arrow carrier (`interfaces/forge_msgs/tool.v1.yaml`): one logical
+ * Wire envelope as a single-row Arrow record batch with ten exact columns, and the conversions
+ * between the two.
+ *
+ * @module
+ */
+import {
+  type Data,
+  type DataType,
+  Field,
+  Int64,
+  isArrowData,
+  isArrowRecordBatch,
+  isArrowTable,
+  isArrowVector,
+  makeData,
+  RecordBatch,
+  Schema,
+  Struct,
+  type Table,
+  Type,
+  Utf8,
+} from "apache-arrow";
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  MAX_JSON_DEPTH,
+  MAX_SAFE_JSON_INTEGER,
+  TOOL_ENDPOINT_PROTOCOL,
+  TOOL_MESSAGE_TYPES,
+  type ToolMessageType,
+} from "../endpoint/constants.ts";
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import {
+  copyJson,
+  isBlank,
+  isPlainObject,
+  type JsonObject,
+  wireFaults,
+} from "../endpoint/_json.ts";
+import { checkByteLimit, checkMessageSize, envelopeJson, utf8Length } from "../wire/codec.ts";
+import { envelopeFromDecoded, ToolEnvelope } from "../wire/envelope.ts";
+import { encodeJson } from "../wire/_json_encode.ts";
+import { parseStrictJsonBytes } from "../wire/_json_decode.ts";
+import { validateMessageEnvelope } from "../wire/messages.ts";
+import { pyRepr } from "../wire/_repr.ts";
+
+/**
+ * An Arrow value that can hold one ToolMessage: a record batch, a table of one batch, or a
+ * one-row Struct vector (or Struct `Data`) whose child fields are the carrier's columns.
+ */
+export type ToolMessageArrowValue = RecordBatch | Table | ToolMessageStructVector | Data<Struct>;
+
+/** The shape of an apache-arrow `Vector` of `Struct` type (`makeVector(structData)`). */
+export interface ToolMessageStructVector {
+  /** The Struct type; its child fields are the carrier's schema. */
+  readonly type: Struct;
+  /** The chunks. */
+  readonly data: readonly Data<Struct>[];
+  /** The number of rows. */
+  readonly length: number;
+}
+
+/** Options of {@linkcode toolEnvelopeToMessage}. */
+export interface ToolEnvelopeToMessageOptions {
+  /** The largest logical encoded message accepted, in bytes (default 1 MiB). */
+  readonly maxMessageBytes?: number;
+}
+
+/** Options of {@linkcode toolMessageToEnvelope}. */
+export interface ToolMessageToEnvelopeOptions {
+  /** The largest logical encoded message accepted, in bytes (default 1 MiB). */
+  readonly maxMessageBytes?: number;
+  /**
+   * The largest raw `payload_json` accepted, in UTF-8 bytes including any whitespace, checked
+   * before the JSON is parsed (default: no separate limit).
+   */
+  readonly maxPayloadJsonBytes?: number;
+}
+
+const utf8Field = (name: string, nullable: boolean) =>
+  Object.freeze(new Field(name, Object.freeze(new Utf8()), nullable));
+
+/**
+ * The exact schema of a ToolMessage carrier, ten columns in this order:
+ *
+ * | # | column | Arrow type | nullable |
+ * |---|---|---|---|
+ * | 1 | protocol | Utf8 | no |
+ * | 2 | message_type | Utf8 | no |
+ * | 3 | request_id | Utf8 | yes |
+ * | 4 | invocation_id | Utf8 | yes |
+ * | 5 | attempt_id | Utf8 | yes |
+ * | 6 | endpoint_id | Utf8 | no |
+ * | 7 | endpoint_instance_id | Utf8 | yes |
+ * | 8 | operation | Utf8 | yes |
+ * | 9 | sequence | Int64 | yes |
+ * | 10 | payload_json | Utf8 | no |
+ *
+ * A carrier must match it exactly (names, order, types and nullability; metadata is ignored):
+ * `LargeUtf8`, `Utf8View`, dictionary-encoded or `Int32` columns are rejected. The schema and
+ * its fields are frozen.
+ *
+ * @example
+ * ```ts
+ * import { TOOL_MESSAGE_SCHEMA } from "@forge/tool/dora";
+ * console.log(TOOL_MESSAGE_SCHEMA.fields.map((field) => field.name).join(","));
+ * ```
+ */
+export const TOOL_MESSAGE_SCHEMA: RecordBatch["schema"] = Object.freeze(
+  new Schema(
+    Object.freeze([
+      utf8Field("protocol", false),
+      utf8Field("message_type", false),
+      utf8Field("request_id", true),
+      utf8Field("invocation_id", true),
+      utf8Field("attempt_id", true),
+      utf8Field("endpoint_id", false),
+      utf8Field("endpoint_instance_id", true),
+      utf8Field("operation", true),
+      Object.freeze(new Field("sequence", Object.freeze(new Int64()), true)),
+      utf8Field("payload_json", false),
+    ]) as Field[],
+  ),
+);
+
+const FIELDS = TOOL_MESSAGE_SCHEMA.fields;
+const STRUCT_TYPE = Object.freeze(new Struct(FIELDS));
+const COLUMN = {
+  protocol: 0,
+  message_type: 1,
+  request_id: 2,
+  invocation_id: 3,
+  attempt_id: 4,
+  endpoint_id: 5,
+  endpoint_instance_id: 6,
+  operation: 7,
+  sequence: 8,
+  payload_json: 9,
+} as const;
+
+const encoder = new TextEncoder();
+const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const EMPTY_BYTES = new Uint8Array(0);
+const NULL_BITMAP = new Uint8Array([0]);
+const NULL_OFFSETS = new Int32Array([0, 0]);
+// Container levels of payload_json up to which the fast path's result is adopted: the object
+// itself is level 1 (depth 0), so level 64 holds values at depth 64 at most. Deeper documents
+// take the exact walk, which decides.
+const MAX_ADOPTED_LEVEL = MAX_JSON_DEPTH;
+
+function invalid(message: string, path?: string): ToolProtocolError {
+  return new ToolProtocolError(ToolErrorCodes.INVALID_MESSAGE, message, path);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Envelope -> carrier
+
+function utf8Column(value: string | undefined): Data {
+  if (value === undefined) {
+    return makeData({
+      type: FIELDS[0].type as Utf8,
+      length: 1,
+      nullCount: 1,
+      nullBitmap: NULL_BITMAP,
+      valueOffsets: NULL_OFFSETS,
+      data: EMPTY_BYTES,
+    });
+  }
+  const bytes = encoder.encode(value);
+  return makeData({
+    type: FIELDS[0].type as Utf8,
+    length: 1,
+    nullCount: 0,
+    valueOffsets: new Int32Array([0, bytes.length]),
+    data: bytes,
+  });
+}
+
+function sequenceColumn(value: number | undefined): Data {
+  return value === undefined
+    ? makeData({
+      type: FIELDS[COLUMN.sequence].type as Int64,
+      length: 1,
+      nullCount: 1,
+      nullBitmap: NULL_BITMAP,
+      data: new BigInt64Array(1),
+    })
+    : makeData({
+      type: FIELDS[COLUMN.sequence].type as Int64,
+      length: 1,
+      nullCount: 0,
+      data: new BigInt64Array([BigInt(value)]),
+    });
+}
+
+/**
+ * The Wire JSON of the envelope and the payload's JSON text inside it. `envelopeJson` writes the
+ * keys in sorted order, so the payload sits between `,"payload":` (the first occurrence: string
+ * values before it cannot hold an unescaped quote) and the fixed tail of protocol, request id and
+ * sequence.
+ */
+function envelopeAndPayloadJson(envelope: ToolEnvelope): { text: string; payload: string } {
+  const text = envelopeJson(envelope);
+  let tail = `,"protocol":${JSON.stringify(envelope.protocol)}`;
+  if (envelope.requestId !== undefined) {
+    tail += `,"request_id":${JSON.stringify(envelope.requestId)}`;
+  }
+  if (envelope.sequence !== undefined) tail += `,"sequence":${envelope.sequence}`;
+  tail += "}";
+  const marker = ',"payload":';
+  const start = text.indexOf(marker);
+  if (start >= 0 && text.endsWith(tail)) {
+    return { text, payload: text.slice(start + marker.length, text.length - tail.length) };
+  }
+  return { text, payload: encodeJson(envelope.payload, "payload") };
+}
+
+/**
+ * Converts a logical envelope to a ToolMessage carrier: a one-row record batch with exactly
+ * {@linkcode TOOL_MESSAGE_SCHEMA}. Absent headers become nulls; `payload_json` is the payload as
+ * compact JSON with keys sorted by code point, non-ASCII raw.
+ *
+ * Checks, in the reference's order: the argument (`TypeError`), `maxMessageBytes`
+ * (`RangeError`), the full typed validation of the message ({@linkcode validateMessageEnvelope}),
+ * then the logical encoded size (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`, "message size N exceeds
+ * limit M"). So an invalid payload is reported as invalid even when it is also too large.
+ *
+ * @example
+ * ```ts
+ * import { ToolEnvelope } from "@forge/tool";
+ * import { toolEnvelopeToMessage, toolMessageToEnvelope } from "@forge/tool/dora";
+ * const envelope = new ToolEnvelope({
+ *   messageType: "endpoint.unregister",
+ *   requestId: "unregister-1",
+ *   endpointId: "vision.yolo",
+ *   endpointInstanceId: "instance-1",
+ * });
+ * const batch = toolEnvelopeToMessage(envelope);
+ * console.log(batch.numRows, toolMessageToEnvelope(batch).requestId); // 1 unregister-1
+ * ```
+ */
+export function toolEnvelopeToMessage(
+  envelope: ToolEnvelope,
+  options: ToolEnvelopeToMessageOptions = {},
+): RecordBatch {
+  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
+  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  validateMessageEnvelope(envelope);
+  const { text, payload } = envelopeAndPayloadJson(envelope);
+  checkMessageSize(utf8Length(text), maximum);
+  const children = [
+    utf8Column(envelope.protocol),
+    utf8Column(envelope.messageType),
+    utf8Column(envelope.requestId),
+    utf8Column(envelope.invocationId),
+    utf8Column(envelope.attemptId),
+    utf8Column(envelope.endpointId),
+    utf8Column(envelope.endpointInstanceId),
+    utf8Column(envelope.operation),
+    sequenceColumn(envelope.sequence),
+    utf8Column(payload),
+  ];
+  const data = makeData({ type: STRUCT_TYPE, length: 1, nullCount: 0, children });
+  return new RecordBatch(TOOL_MESSAGE_SCHEMA, data);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Carrier -> envelope
+
+/** The fields and column data of one candidate carrier row (each column positioned at row 0). */
+interface CarrierColumns {
+  readonly fields: readonly Field[];
+  readonly columns: readonly Data[];
+  readonly rows: number;
+}
+
+function isStructType(type: unknown): boolean {
+  return (type as DataType | undefined)?.typeId === Type.Struct;
+}
+
+/** A record batch, table or Struct vector as fields and columns; `undefined` for other values. */
+function carrierColumns(value: unknown): CarrierColumns | undefined {
+  if (isArrowRecordBatch(value)) {
+    const batch = value as RecordBatch;
+    return { fields: batch.schema.fields, columns: batch.data.children, rows: batch.numRows };
+  }
+  if (isArrowTable(value)) {
+    // deno-lint-ignore no-explicit-any
+    const batches = (value as { batches: RecordBatch<any>[] }).batches;
+    if (batches.length !== 1) {
+      throw invalid("ToolMessage Table must contain exactly one RecordBatch");
+    }
+    const batch = batches[0];
+    return { fields: batch.schema.fields, columns: batch.data.children, rows: batch.numRows };
+  }
+  let chunks: readonly Data[] | undefined;
+  if (isArrowVector(value) && isStructType((value as { type: unknown }).type)) {
+    chunks = (value as { readonly data: readonly Data[] }).data;
+  } else if (isArrowData(value) && isStructType((value as Data).type)) {
+    chunks = [value as Data];
+  }
+  if (chunks === undefined) return undefined;
+  const fields = (chunks[0]?.type as Struct | undefined)?.children ??
+    ((value as { type: Struct }).type.children);
+  let rows = 0;
+  let chunk: Data | undefined;
+  for (const candidate of chunks) {
+    rows += candidate.length;
+    if (candidate.length > 0) chunk = candidate;
+  }
+  if (rows === 1 && chunk !== undefined && isNull(chunk, "ToolMessage Struct vector")) {
+    throw invalid("ToolMessage Struct vector row must not be null");
+  }
+  return { fields, columns: chunk?.children ?? [], rows };
+}
+
+function toolMessageColumns(value: unknown): CarrierColumns {
+  const carrier = carrierColumns(value);
+  if (carrier === undefined) {
+    throw new TypeError(
+      "toolMessageToEnvelope expects an arrow RecordBatch, Table, or Struct vector",
+    );
+  }
+  return carrier;
+}
+
+function typeMatches(actual: DataType, expected: DataType): boolean {
+  if (actual?.typeId !== expected.typeId) return false;
+  if (expected.typeId === Type.Int) {
+    const int = actual as unknown as { bitWidth: number; isSigned: boolean };
+    return int.bitWidth === 64 && int.isSigned === true;
+  }
+  return true;
+}
+
+/** True when `fields` are exactly the ten carrier columns (names, order, types, nullability). */
+export function isToolMessageSchema(fields: readonly Field[]): boolean {
+  if (fields === FIELDS) return true;
+  if (fields.length !== FIELDS.length) return false;
+  for (let i = 0; i < FIELDS.length; i++) {
+    const actual = fields[i];
+    const expected = FIELDS[i];
+    if (
+      actual?.name !== expected.name || actual.nullable !== expected.nullable ||
+      !typeMatches(actual.type, expected.type)
+    ) return false;
+  }
+  return true;
+}
+
+/** Checks the row count and the schema of a carrier. */
+function checkCarrierShape(carrier: CarrierColumns): void {
+  if (carrier.rows !== 1) throw invalid("ToolMessage RecordBatch must contain exactly one row");
+  if (!isToolMessageSchema(carrier.fields)) {
+    throw invalid("ToolMessage RecordBatch schema must exactly match TOOL_MESSAGE_SCHEMA");
+  }
+  for (let i = 0; i < FIELDS.length; i++) {
+    const column = carrier.columns[i];
+    if (column === undefined || !typeMatches(column.type, FIELDS[i].type)) {
+      throw invalid("ToolMessage RecordBatch schema must exactly match TOOL_MESSAGE_SCHEMA");
+    }
+    if (!(column.length >= 1)) {
+      throw invalid("ToolMessage RecordBatch must contain exactly one row");
+    }
+  }
+}
+
+/** True when row 0 of `data` is null; a malformed validity bitmap is an error. */
+function isNull(data: Data, name: string): boolean {
+  const bitmap = data.nullBitmap as Uint8Array | undefined;
+  if (bitmap === undefined || bitmap.length === 0) {
+    if (data.nullCount > 0) throw invalid(`${name} has an invalid validity bitmap`, name);
+    return false;
+  }
+  if (data.nullCount === 0) return false;
+  const position = data.offset;
+  if (position >> 3 >= bitmap.length) {
+    throw invalid(`${name} has an invalid validity bitmap`, name);
+  }
+  return (bitmap[position >> 3] & (1 << (position & 7))) === 0;
+}
+
+/** The byte range of the row-0 value of a Utf8 column, or `undefined` when it is null. */
+function utf8Range(data: Data, name: string): [Uint8Array, number, number] | undefined {
+  if (isNull(data, name)) return undefined;
+  const offsets = data.valueOffsets as Int32Array | undefined;
+  const values = data.values as Uint8Array | undefined;
+  if (!(offsets instanceof Int32Array) || offsets.length < 2 || !(values instanceof Uint8Array)) {
+    throw invalid(`${name} has invalid Arrow buffers`, name);
+  }
+  const start = offsets[0];
+  const end = offsets[1];
+  if (start < 0 || end < start || end > values.length) {
+    throw invalid(`${name} has invalid Arrow value offsets`, name);
+  }
+  return [values, start, end];
+}
+
+/** The row-0 string of a Utf8 column (`undefined` for null), decoded as strict UTF-8. */
+function utf8Value(data: Data, name: string): string | undefined {
+  const range = utf8Range(data, name);
+  if (range === undefined) return undefined;
+  const [values, start, end] = range;
+  try {
+    return fatalDecoder.decode(values.subarray(start, end));
+  } catch {
+    throw invalid(`${name} must contain valid Unicode scalar values`, name);
+  }
+}
+
+function requiredUtf8(data: Data, name: string): string {
+  const value = utf8Value(data, name);
+  if (value === undefined) throw invalid(`${name} must be non-null`, name);
+  return value;
+}
+
+/** The row-0 value of the Int64 sequence column (`undefined` for null). */
+function sequenceValue(data: Data): bigint | undefined {
+  if (isNull(data, "sequence")) return undefined;
+  const values = data.values as BigInt64Array | undefined;
+  if (!(values instanceof BigInt64Array) || values.length < 1) {
+    throw invalid("sequence has invalid Arrow buffers", "sequence");
+  }
+  return values[0];
+}
+
+const MAX_SEQUENCE = BigInt(MAX_SAFE_JSON_INTEGER);
+
+/** Container nesting of JSON bytes (strings skipped), stopping once it passes `limit`. */
+function nestingExceeds(bytes: Uint8Array, start: number, end: number, limit: number): boolean {
+  let level = 0;
+  for (let i = start; i < end; i++) {
+    const c = bytes[i];
+    if (c === 0x22) {
+      for (i++; i < end; i++) {
+        const s = bytes[i];
+        if (s === 0x5c) i++;
+        else if (s === 0x22) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++level > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      level--;
+    }
+  }
+  return false;
+}
+
+/** Parses `payload_json` strictly into a JSON object (the carrier's rule 6). */
+function parsePayloadJson(bytes: Uint8Array, start: number, end: number): JsonObject {
+  let parsed;
+  try {
+    parsed = parseStrictJsonBytes(bytes, start, end);
+  } catch (error) {
+    if (!(error instanceof ToolProtocolError)) throw error;
+    if (error.message === "message is not valid UTF-8") {
+      throw new ToolProtocolError(
+        ToolErrorCodes.INVALID_JSON,
+        "payload_json must be valid UTF-8",
+        "payload_json",
+      );
+    }
+    const detail = error.path === undefined ? error.message : `${error.message}: ${error.path}`;
+    throw new ToolProtocolError(
+      error.code,
+      `payload_json must be valid strict JSON: ${detail}`,
+      "payload_json",
+    );
+  }
+  const value = parsed.value;
+  if (!isPlainObject(value)) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.INVALID_PAYLOAD,
+      "payload_json must be a JSON object",
+      "payload_json",
+    );
+  }
+  // The fast path proved every value interoperable; only the depth bound is relative to the
+  // envelope there, so it is re-checked for payload_json on its own.
+  if (parsed.normalized && !nestingExceeds(bytes, start, end, MAX_ADOPTED_LEVEL)) {
+    return value as JsonObject;
+  }
+  try {
+    return copyJson(value, "payload_json", wireFaults, 0, false) as JsonObject;
+  } catch (error) {
+    if (!(error instanceof ToolProtocolError)) throw error;
+    throw new ToolProtocolError(error.code, `${error.path} ${error.message}`, "payload_json");
+  }
+}
+
+const MANAGEMENT_WITH_REQUEST = new Set([
+  "endpoint.register",
+  "endpoint.unregister",
+  "endpoint.registry.response",
+]);
+
+/** Reads, checks and converts one carrier row (no logical size check). */
+function envelopeFromCarrier(carrier: CarrierColumns, maxPayloadJsonBytes?: number): ToolEnvelope {
+  checkCarrierShape(carrier);
+  const columns = carrier.columns;
+  const payloadRange = utf8Range(columns[COLUMN.payload_json], "payload_json");
+  if (maxPayloadJsonBytes !== undefined && payloadRange !== undefined) {
+    const size = payloadRange[2] - payloadRange[1];
+    if (size > maxPayloadJsonBytes) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.MESSAGE_TOO_LARGE,
+        `payload_json size ${size} exceeds limit ${maxPayloadJsonBytes}`,
+        "payload_json",
+      );
+    }
+  }
+  const protocol = requiredUtf8(columns[COLUMN.protocol], "protocol");
+  const messageType = requiredUtf8(columns[COLUMN.message_type], "message_type");
+  const requestId = utf8Value(columns[COLUMN.request_id], "request_id");
+  const invocationId = utf8Value(columns[COLUMN.invocation_id], "invocation_id");
+  const attemptId = utf8Value(columns[COLUMN.attempt_id], "attempt_id");
+  const endpointId = requiredUtf8(columns[COLUMN.endpoint_id], "endpoint_id");
+  const endpointInstanceId = utf8Value(
+    columns[COLUMN.endpoint_instance_id],
+    "endpoint_instance_id",
+  );
+  const operation = utf8Value(columns[COLUMN.operation], "operation");
+  const sequence = sequenceValue(columns[COLUMN.sequence]);
+  if (payloadRange === undefined) throw invalid("payload_json must be non-null", "payload_json");
+
+  // 1. protocol and message type.
+  if (protocol !== TOOL_ENDPOINT_PROTOCOL) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.UNSUPPORTED_VERSION,
+      `protocol must equal '${TOOL_ENDPOINT_PROTOCOL}'`,
+      "protocol",
+    );
+  }
+  if (!TOOL_MESSAGE_TYPES.has(messageType as ToolMessageType)) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.UNKNOWN_MESSAGE_TYPE,
+      `message_type must be one of the v1alpha1 message types, found ${pyRepr(messageType)}`,
+      "message_type",
+    );
+  }
+  // 2. non-empty strings.
+  const strings = [
+    ["request_id", requestId],
+    ["invocation_id", invocationId],
+    ["attempt_id", attemptId],
+    ["endpoint_id", endpointId],
+    ["endpoint_instance_id", endpointInstanceId],
+    ["operation", operation],
+  ] as const;
+  for (const [name, value] of strings) {
+    if (value !== undefined && isBlank(value)) {
+      throw invalid(`${name} must be non-empty when present`, name);
+    }
+  }
+  // 3-4. the header matrix.
+  const management = messageType.startsWith("endpoint.");
+  if (management) {
+    if (endpointInstanceId === undefined) {
+      throw invalid(
+        "endpoint_instance_id must be non-null for endpoint management messages",
+        "endpoint_instance_id",
+      );
+    }
+    if (MANAGEMENT_WITH_REQUEST.has(messageType) && requestId === undefined) {
+      throw invalid("request_id must be non-null for endpoint management exchanges", "request_id");
+    }
+    if (messageType === "endpoint.status" && requestId !== undefined) {
+      throw invalid("request_id must be null for unsolicited endpoint.status", "request_id");
+    }
+    const forbidden = [
+      ["invocation_id", invocationId],
+      ["attempt_id", attemptId],
+      ["operation", operation],
+      ["sequence", sequence],
+    ] as const;
+    for (const [name, value] of forbidden) {
+      if (value !== undefined) {
+        throw invalid(`${name} must be null for endpoint management messages`, name);
+      }
+    }
+  } else {
+    const required = [
+      ["invocation_id", invocationId],
+      ["attempt_id", attemptId],
+      ["operation", operation],
+    ] as const;
+    for (const [name, value] of required) {
+      if (value === undefined) {
+        throw invalid(`${name} must be non-null for Tool execution messages`, name);
+      }
+    }
+    if (messageType === "tool.event") {
+      if (requestId !== undefined) {
+        throw invalid("request_id must be null for tool.event", "request_id");
+      }
+    } else if (requestId === undefined) {
+      throw invalid(
+        "request_id must be non-null for non-event Tool execution messages",
+        "request_id",
+      );
+    }
+  }
+  // 5. sequence, converted exactly.
+  if (messageType === "tool.event") {
+    if (sequence === undefined) {
+      throw invalid("sequence must be non-null for tool.event", "sequence");
+    }
+    if (sequence < 0n || sequence > MAX_SEQUENCE) {
+      throw invalid(`sequence must be in [0, ${MAX_SAFE_JSON_INTEGER}]`, "sequence");
+    }
+  } else if (sequence !== undefined) {
+    throw invalid("sequence must be null for non-event messages", "sequence");
+  }
+  // 6. payload_json.
+  const payload = parsePayloadJson(payloadRange[0], payloadRange[1], payloadRange[2]);
+  return envelopeFromDecoded({
+    protocol,
+    messageType: messageType as ToolMessageType,
+    payload,
+    requestId,
+    invocationId,
+    attemptId,
+    endpointId,
+    endpointInstanceId,
+    operation,
+    sequence: sequence === undefined ? undefined : Number(sequence),
+  }, "checked");
+}
+
+/**
+ * @internal Converts a carrier value to an envelope without the logical size check (the Dora
+ * binding checks the size of a request against its own limit after route trust).
+ */
+export function carrierToEnvelope(value: unknown, maxPayloadJsonBytes?: number): ToolEnvelope {
+  return envelopeFromCarrier(toolMessageColumns(value), maxPayloadJsonBytes);
+}
+
+/**
+ * Converts a ToolMessage carrier to a logical envelope. Accepts a one-row record batch, a table
+ * holding exactly one such batch, or a one-row Struct vector (or Struct `Data`) whose child
+ * fields are the schema; anything else is a `TypeError`. Nulls become absent headers, the Int64
+ * `sequence` becomes an exact number.
+ *
+ * Checks, in order: one row and exactly {@linkcode TOOL_MESSAGE_SCHEMA}
+ * (`FORGE_PROTOCOL_INVALID_MESSAGE`); `maxPayloadJsonBytes` on the raw `payload_json` bytes
+ * before parsing (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`, "payload_json size N exceeds limit M");
+ * every carrier rule of `tool.v1.yaml` — protocol (`FORGE_PROTOCOL_UNSUPPORTED_VERSION`), message
+ * type (`FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE`), non-empty strings, the header matrix and the
+ * sequence range (`FORGE_PROTOCOL_INVALID_MESSAGE`), `payload_json` as a strict JSON object
+ * (`FORGE_PROTOCOL_INVALID_JSON`, `FORGE_PROTOCOL_DUPLICATE_KEY`,
+ * `FORGE_PROTOCOL_INVALID_PAYLOAD`) — each a {@linkcode ToolProtocolError} whose message starts
+ * with the column name and whose path is the column; and last the logical encoded size against
+ * `maxMessageBytes` (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`, "message size N exceeds limit M"). The
+ * typed payload of the message type is not validated here.
+ *
+ * @example
+ * ```ts
+ * import { ToolEnvelope } from "@forge/tool";
+ * import { toolEnvelopeToMessage, toolMessageToEnvelope } from "@forge/tool/dora";
+ * const batch = toolEnvelopeToMessage(
+ *   new ToolEnvelope({
+ *     messageType: "endpoint.unregister",
+ *     requestId: "unregister-1",
+ *     endpointId: "vision.yolo",
+ *     endpointInstanceId: "instance-1",
+ *   }),
+ * );
+ * console.log(toolMessageToEnvelope(batch, { maxMessageBytes: 4096 }).endpointId); // vision.yolo
+ * ```
+ */
+export function toolMessageToEnvelope(
+  value: ToolMessageArrowValue,
+  options: ToolMessageToEnvelopeOptions = {},
+): ToolEnvelope {
+  const carrier = toolMessageColumns(value);
+  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const payloadMaximum = options.maxPayloadJsonBytes === undefined
+    ? undefined
+    : checkByteLimit(options.maxPayloadJsonBytes, "max_payload_json_bytes");
+  const envelope = envelopeFromCarrier(carrier, payloadMaximum);
+  checkMessageSize(utf8Length(envelopeJson(envelope)), maximum);
+  return envelope;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Carrier size
+
+function dataBytes(data: Data | undefined, seen: Set<Data>): number {
+  if (data === undefined || data === null || seen.has(data)) return 0;
+  seen.add(data);
+  let total = 0;
+  const buffers = [data.valueOffsets, data.values, data.nullBitmap, data.typeIds] as unknown[];
+  for (const buffer of buffers) {
+    if (ArrayBuffer.isView(buffer)) total += buffer.byteLength;
+  }
+  for (const buffer of data.variadicBuffers ?? []) total += buffer?.byteLength ?? 0;
+  for (const child of data.children ?? []) total += dataBytes(child, seen);
+  for (const chunk of (data.dictionary as { data?: Data[] } | undefined)?.data ?? []) {
+    total += dataBytes(chunk, seen);
+  }
+  return total;
+}
+
+/**
+ * The in-memory size of an Arrow carrier value: the byte length of every buffer (validity
+ * bitmaps, value offsets, data, view buffers, dictionaries) behind a record batch, a table or a
+ * Struct vector — the analogue of pyarrow's `nbytes`. A sliced value counts the buffers it keeps
+ * alive. Other values are a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * import { ToolEnvelope } from "@forge/tool";
+ * import { toolEnvelopeToMessage, toolMessageCarrierSize } from "@forge/tool/dora";
+ * const batch = toolEnvelopeToMessage(
+ *   new ToolEnvelope({
+ *     messageType: "endpoint.unregister",
+ *     requestId: "unregister-1",
+ *     endpointId: "vision.yolo",
+ *     endpointInstanceId: "instance-1",
+ *   }),
+ * );
+ * console.log(toolMessageCarrierSize(batch) > 0); // true
+ * ```
+ */
+export function toolMessageCarrierSize(value: ToolMessageArrowValue): number {
+  const seen = new Set<Data>();
+  if (isArrowRecordBatch(value)) return dataBytes((value as RecordBatch).data, seen);
+  if (isArrowTable(value) || isArrowVector(value)) {
+    let total = 0;
+    for (const chunk of (value as { readonly data: readonly Data[] }).data) {
+      total += dataBytes(chunk, seen);
+    }
+    return total;
+  }
+  if (isArrowData(value)) return dataBytes(value as Data, seen);
+  throw new TypeError(
+    "toolMessageCarrierSize expects an arrow RecordBatch, Table, or Struct vector",
+  );
+}

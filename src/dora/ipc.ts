@@ -1,0 +1,389 @@
+/**
+ * Arrow IPC stream framing of one ToolMessage carrier: the schema, one record batch, and the
+ * end-of-stream marker. Decoding is bounded: the byte length is checked first, every message's
+ * framing and flatbuffer metadata is checked before apache-arrow reads it, and only an
+ * uncompressed stream of exactly one schema and one single-row batch without dictionaries is
+ * accepted, so a decoded batch never allocates more than the bytes it was given.
+ *
+ * @module
+ */
+import {
+  isArrowRecordBatch,
+  type RecordBatch,
+  RecordBatchReader,
+  RecordBatchStreamWriter,
+} from "apache-arrow";
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { checkByteLimit } from "../wire/codec.ts";
+import { isToolMessageSchema } from "./carrier.ts";
+
+/** Options of {@linkcode decodeToolMessageIpc}. */
+export interface DecodeToolMessageIpcOptions {
+  /**
+   * The largest IPC stream accepted, in bytes, checked before anything is read (default 1 MiB
+   * plus 64 KiB, the Dora binding's default carrier limit).
+   */
+  readonly maxBytes?: number;
+}
+
+const DEFAULT_MAX_IPC_BYTES = DEFAULT_MAX_MESSAGE_BYTES + 65536;
+
+// Message header union tags (Message.fbs).
+const HEADER_SCHEMA = 1;
+const HEADER_DICTIONARY_BATCH = 2;
+const HEADER_RECORD_BATCH = 3;
+// MetadataVersion.V4: the first version of the current IPC format.
+const MIN_METADATA_VERSION = 3;
+// Type union tags of the nested types (Schema.fbs): List, Struct_, Union, FixedSizeList, Map,
+// LargeList, RunEndEncoded, ListView, LargeListView.
+const NESTED_TYPES = new Set([12, 13, 14, 16, 17, 21, 22, 25, 26]);
+
+function corrupt(detail: string): ToolProtocolError {
+  return new ToolProtocolError(
+    ToolErrorCodes.INVALID_MESSAGE,
+    `invalid Arrow IPC stream: ${detail}`,
+  );
+}
+
+function unsupported(message: string): ToolProtocolError {
+  return new ToolProtocolError(ToolErrorCodes.INVALID_MESSAGE, message);
+}
+
+const ONE_BATCH = "ToolMessage IPC stream must contain exactly one RecordBatch";
+
+/**
+ * A bounds-checked reader of one flatbuffer (an IPC message's metadata) that follows the
+ * flatbuffers runtime's own (signed) offset arithmetic, so it sees exactly the tables and
+ * vectors apache-arrow will read. Every read outside the buffer and every vector longer than the
+ * buffer can hold is an error, so no loop over a corrupted length runs longer than the metadata
+ * is big.
+ */
+class FlatBuffer {
+  readonly #view: DataView;
+  readonly #size: number;
+
+  constructor(bytes: Uint8Array) {
+    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.#size = bytes.byteLength;
+  }
+
+  #check(position: number, size: number): void {
+    if (!(position >= 0 && position + size <= this.#size)) {
+      throw corrupt("message metadata is out of bounds");
+    }
+  }
+
+  u8(position: number): number {
+    this.#check(position, 1);
+    return this.#view.getUint8(position);
+  }
+
+  i16(position: number): number {
+    this.#check(position, 2);
+    return this.#view.getInt16(position, true);
+  }
+
+  i32(position: number): number {
+    this.#check(position, 4);
+    return this.#view.getInt32(position, true);
+  }
+
+  i64(position: number): bigint {
+    this.#check(position, 8);
+    return this.#view.getBigInt64(position, true);
+  }
+
+  /** The root table's position. */
+  root(): number {
+    return this.i32(0);
+  }
+
+  /** The position of field `index` of the table at `table`, or 0 when absent. */
+  field(table: number, index: number): number {
+    const vtable = table - this.i32(table);
+    const slot = 4 + 2 * index;
+    if (!(slot < this.i16(vtable))) return 0;
+    const offset = this.i16(vtable + slot);
+    return offset === 0 ? 0 : table + offset;
+  }
+
+  /** The table (or union value) referenced by field `index`, or 0 when absent. */
+  table(table: number, index: number): number {
+    const position = this.field(table, index);
+    if (position === 0) return 0;
+    const target = position + this.i32(position);
+    this.i32(target);
+    return target;
+  }
+
+  /** The start and length of the vector in field `index` (elements of `size` bytes). */
+  vector(table: number, index: number, size: number): { start: number; length: number } {
+    const position = this.field(table, index);
+    if (position === 0) return { start: 0, length: 0 };
+    const vector = position + this.i32(position);
+    const length = this.i32(vector);
+    // The runtime's loops run zero times for a negative length.
+    if (length <= 0) return { start: vector + 4, length: 0 };
+    this.#check(vector + 4, length * size);
+    return { start: vector + 4, length };
+  }
+
+  /** The table at element `i` of a vector of tables. */
+  element(start: number, i: number): number {
+    const position = start + 4 * i;
+    const target = position + this.i32(position);
+    this.i32(target);
+    return target;
+  }
+
+  /** Checks the string in field `index` lies inside the buffer. */
+  string(table: number, index: number): void {
+    this.vector(table, index, 1);
+  }
+
+  /** An int16 scalar field with its default. */
+  scalarI16(table: number, index: number, fallback: number): number {
+    const position = this.field(table, index);
+    return position === 0 ? fallback : this.i16(position);
+  }
+
+  /** A uint8 scalar field with its default. */
+  scalarU8(table: number, index: number, fallback: number): number {
+    const position = this.field(table, index);
+    return position === 0 ? fallback : this.u8(position);
+  }
+
+  /** An int64 scalar field with its default. */
+  scalarI64(table: number, index: number, fallback: bigint): bigint {
+    const position = this.field(table, index);
+    return position === 0 ? fallback : this.i64(position);
+  }
+}
+
+function checkKeyValues(fb: FlatBuffer, table: number, index: number): void {
+  const { start, length } = fb.vector(table, index, 4);
+  for (let i = 0; i < length; i++) {
+    const entry = fb.element(start, i);
+    fb.string(entry, 0);
+    fb.string(entry, 1);
+  }
+}
+
+/** Checks a Schema table: little-endian, flat, dictionary-free fields. */
+function checkSchema(fb: FlatBuffer, schema: number): void {
+  if (fb.scalarI16(schema, 0, 0) !== 0) {
+    throw unsupported("ToolMessage IPC stream must be little-endian");
+  }
+  const fields = fb.vector(schema, 1, 4);
+  for (let i = 0; i < fields.length; i++) {
+    const field = fb.element(fields.start, i);
+    fb.string(field, 0);
+    const typeTag = fb.scalarU8(field, 2, 0);
+    fb.table(field, 3);
+    if (fb.table(field, 4) !== 0) {
+      throw unsupported("ToolMessage IPC stream must not contain dictionary-encoded columns");
+    }
+    if (NESTED_TYPES.has(typeTag) || fb.vector(field, 5, 4).length !== 0) {
+      throw unsupported("ToolMessage IPC stream columns must not be nested");
+    }
+    checkKeyValues(fb, field, 6);
+  }
+  checkKeyValues(fb, schema, 2);
+  fb.vector(schema, 3, 8);
+}
+
+/** Checks a RecordBatch table: one row, uncompressed, buffers inside the body. */
+function checkRecordBatch(fb: FlatBuffer, batch: number, bodyLength: number): void {
+  if (fb.scalarI64(batch, 0, 0n) !== 1n) {
+    throw unsupported("ToolMessage RecordBatch must contain exactly one row");
+  }
+  const nodes = fb.vector(batch, 1, 16);
+  for (let i = 0; i < nodes.length; i++) {
+    const length = fb.i64(nodes.start + 16 * i);
+    const nullCount = fb.i64(nodes.start + 16 * i + 8);
+    if (length !== 1n || nullCount < 0n || nullCount > 1n) {
+      throw unsupported("ToolMessage RecordBatch must contain exactly one row");
+    }
+  }
+  const buffers = fb.vector(batch, 2, 16);
+  const body = BigInt(bodyLength);
+  for (let i = 0; i < buffers.length; i++) {
+    const offset = fb.i64(buffers.start + 16 * i);
+    const length = fb.i64(buffers.start + 16 * i + 8);
+    if (offset < 0n || length < 0n || offset + length > body) {
+      throw corrupt("a record batch buffer lies outside the message body");
+    }
+  }
+  if (fb.table(batch, 3) !== 0) {
+    throw unsupported("ToolMessage IPC stream must not use body compression");
+  }
+  fb.vector(batch, 4, 8);
+}
+
+/**
+ * Walks the stream's messages and returns the byte length of the stream up to and including
+ * its one record batch (and the end-of-stream marker when present).
+ */
+function checkStream(bytes: Uint8Array): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const size = bytes.byteLength;
+  let position = 0;
+  let schemas = 0;
+  let batches = 0;
+  while (position < size) {
+    if (size - position < 4) throw corrupt("truncated message length");
+    let metadataLength = view.getInt32(position, true);
+    let prefix = 4;
+    if (metadataLength === -1) {
+      if (size - position < 8) throw corrupt("truncated message length");
+      metadataLength = view.getInt32(position + 4, true);
+      prefix = 8;
+    }
+    if (metadataLength === 0) {
+      position += prefix;
+      if (position !== size) throw corrupt("trailing bytes after the end-of-stream marker");
+      break;
+    }
+    const metadataStart = position + prefix;
+    if (metadataLength < 0 || metadataLength > size - metadataStart) {
+      throw corrupt("truncated message metadata");
+    }
+    const fb = new FlatBuffer(bytes.subarray(metadataStart, metadataStart + metadataLength));
+    const message = fb.root();
+    fb.i32(message);
+    if (fb.scalarI16(message, 0, 0) < MIN_METADATA_VERSION) {
+      throw unsupported("ToolMessage IPC stream must use Arrow IPC metadata version V4 or V5");
+    }
+    const headerType = fb.scalarU8(message, 1, 0);
+    const header = fb.table(message, 2);
+    const declaredBody = fb.scalarI64(message, 3, 0n);
+    checkKeyValues(fb, message, 4);
+    const bodyStart = metadataStart + metadataLength;
+    if (declaredBody < 0n || declaredBody > BigInt(size - bodyStart)) {
+      throw corrupt("truncated message body");
+    }
+    const bodyLength = Number(declaredBody);
+    if (header === 0) throw corrupt("message has no header");
+    switch (headerType) {
+      case HEADER_SCHEMA:
+        if (schemas > 0 || batches > 0) {
+          throw unsupported("ToolMessage IPC stream must contain exactly one schema");
+        }
+        schemas++;
+        checkSchema(fb, header);
+        break;
+      case HEADER_RECORD_BATCH:
+        if (schemas === 0) throw unsupported("ToolMessage IPC stream must start with a schema");
+        if (batches > 0) throw unsupported(ONE_BATCH);
+        batches++;
+        checkRecordBatch(fb, header, bodyLength);
+        break;
+      case HEADER_DICTIONARY_BATCH:
+        throw unsupported("ToolMessage IPC stream must not contain dictionary batches");
+      default:
+        throw unsupported(
+          `ToolMessage IPC stream must contain only schema and record batch messages, found message type ${headerType}`,
+        );
+    }
+    position = bodyStart + bodyLength;
+  }
+  if (schemas === 0) throw unsupported("ToolMessage IPC stream must start with a schema");
+  if (batches !== 1) throw unsupported(ONE_BATCH);
+  return position;
+}
+
+/**
+ * Writes one ToolMessage carrier as an Arrow IPC stream: the schema, the record batch, and the
+ * end-of-stream marker. The batch must have one row and exactly the carrier schema.
+ *
+ * @example
+ * ```ts
+ * import { ToolEnvelope } from "@forge/tool";
+ * import {
+ *   decodeToolMessageIpc,
+ *   encodeToolMessageIpc,
+ *   toolEnvelopeToMessage,
+ *   toolMessageToEnvelope,
+ * } from "@forge/tool/dora";
+ * const bytes = encodeToolMessageIpc(
+ *   toolEnvelopeToMessage(
+ *     new ToolEnvelope({
+ *       messageType: "endpoint.unregister",
+ *       requestId: "unregister-1",
+ *       endpointId: "vision.yolo",
+ *       endpointInstanceId: "instance-1",
+ *     }),
+ *   ),
+ * );
+ * const envelope = toolMessageToEnvelope(decodeToolMessageIpc(bytes, { maxBytes: 65536 }));
+ * console.log(envelope.requestId); // unregister-1
+ * ```
+ */
+export function encodeToolMessageIpc(batch: RecordBatch): Uint8Array {
+  if (!isArrowRecordBatch(batch)) {
+    throw new TypeError("encodeToolMessageIpc expects an arrow RecordBatch");
+  }
+  if (batch.numRows !== 1 || !isToolMessageSchema(batch.schema.fields)) {
+    throw new RangeError(
+      "batch must be a one-row ToolMessage RecordBatch with exactly TOOL_MESSAGE_SCHEMA",
+    );
+  }
+  return RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true);
+}
+
+/**
+ * Reads one ToolMessage carrier from Arrow IPC stream bytes, bounded: the byte length is checked
+ * against `maxBytes` before anything is read (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`, "IPC stream
+ * size N exceeds limit M"); then the stream must hold exactly one schema and exactly one
+ * single-row record batch, with no dictionary batches, no dictionary-encoded or nested columns
+ * and no body compression. Every failure, including any error apache-arrow raises on corrupted
+ * bytes, is a {@linkcode ToolProtocolError} `FORGE_PROTOCOL_INVALID_MESSAGE`; a non-bytes
+ * argument is a `TypeError` and a bad `maxBytes` a `RangeError`.
+ *
+ * The schema is not compared with {@linkcode TOOL_MESSAGE_SCHEMA} here:
+ * {@linkcode toolMessageToEnvelope} does that. The returned batch shares memory with `bytes`.
+ *
+ * @example
+ * ```ts
+ * import { ToolProtocolError } from "@forge/tool";
+ * import { decodeToolMessageIpc } from "@forge/tool/dora";
+ * try {
+ *   decodeToolMessageIpc(new Uint8Array([1, 2, 3]), { maxBytes: 1024 });
+ * } catch (error) {
+ *   console.log(error instanceof ToolProtocolError); // true
+ * }
+ * ```
+ */
+export function decodeToolMessageIpc(
+  bytes: Uint8Array | ArrayBuffer,
+  options: DecodeToolMessageIpcOptions = {},
+): RecordBatch {
+  let view: Uint8Array;
+  if (bytes instanceof Uint8Array) view = bytes;
+  else if (bytes instanceof ArrayBuffer) view = new Uint8Array(bytes);
+  else if (ArrayBuffer.isView(bytes)) {
+    const source = bytes as ArrayBufferView;
+    view = new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  } else {
+    throw new TypeError("decodeToolMessageIpc expects IPC bytes (a Uint8Array or ArrayBuffer)");
+  }
+  const maximum = checkByteLimit(options.maxBytes ?? DEFAULT_MAX_IPC_BYTES, "max_bytes");
+  if (view.byteLength > maximum) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.MESSAGE_TOO_LARGE,
+      `IPC stream size ${view.byteLength} exceeds limit ${maximum}`,
+    );
+  }
+  try {
+    const end = checkStream(view);
+    const batches: RecordBatch[] = [];
+    for (const batch of RecordBatchReader.from(view.subarray(0, end))) batches.push(batch);
+    if (batches.length !== 1) throw unsupported(ONE_BATCH);
+    return batches[0];
+  } catch (error) {
+    if (error instanceof ToolProtocolError) throw error;
+    const detail = error instanceof Error ? error.message : String(error);
+    throw corrupt(detail);
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Serving a {@linkcode ToolEndpointHandler} on a Dora transport: request bytes (an Arrow IPC
+ * stream holding one ToolMessage) → bounded IPC decode → the binding's `dispatchInput` → IPC
+ * encode → the response output. Events of Actions and Sessions are published on the same output
+ * after their response, through the binding's publication barrier.
+ *
+ * @module
+ */
+import type { ToolEndpointHandler } from "../handler/handler.ts";
+import { DoraToolEndpointBinding } from "./binding.ts";
+import { decodeToolMessageIpc, encodeToolMessageIpc } from "./ipc.ts";
+import {
+  runToolEndpointNode,
+  type ToolEndpointNodeLogger,
+  type ToolEndpointNodeStats,
+} from "./runner.ts";
+import type { DoraTransport } from "./transport.ts";
+
+/** Options of {@linkcode serveToolEndpoint}. */
+export interface ServeToolEndpointOptions {
+  /** The node's transport: {@linkcode openDoraNode} under Dora, or a loopback dataflow. */
+  readonly transport: DoraTransport;
+  /** The input requests arrive on (default `"tool_request"`). */
+  readonly requestInputId?: string;
+  /** The output responses and events are published on (default `"tool_response"`). */
+  readonly responseOutputId?: string;
+  /** The Wire message limit (default 1 MiB); see {@linkcode DoraToolEndpointBinding}. */
+  readonly maxMessageBytes?: number;
+  /** The carrier limit, also the IPC stream limit (default message limit + 64 KiB). */
+  readonly maxCarrierBytes?: number;
+  /** How long shutdown waits for in-flight work, in milliseconds (default 5000). */
+  readonly graceMs?: number;
+  /** Where the node logs. */
+  readonly logger?: ToolEndpointNodeLogger;
+}
+
+/**
+ * Runs `handler` as a Dora node on `options.transport` until Stop or the end of the event stream,
+ * then closes the handler (stop admitting, let in-flight work settle up to `graceMs`) and the
+ * transport. Bad bytes or a request for another route get no response and do not stop the node.
+ *
+ * @example
+ * ```ts ignore
+ * import { openDoraNode, serveToolEndpoint } from "@forge/tool/dora";
+ * const stats = await serveToolEndpoint(handler, { transport: await openDoraNode() });
+ * console.log(stats.stopReason);
+ * ```
+ */
+export function serveToolEndpoint(
+  handler: ToolEndpointHandler,
+  options: ServeToolEndpointOptions,
+): Promise<ToolEndpointNodeStats> {
+  const { transport } = options;
+  const responseOutputId = options.responseOutputId ?? "tool_response";
+  const graceMs = options.graceMs ?? 5000;
+  const send = (bytes: Uint8Array) => transport.sendOutput(responseOutputId, bytes);
+  const binding = new DoraToolEndpointBinding(handler, {
+    maxMessageBytes: options.maxMessageBytes,
+    maxCarrierBytes: options.maxCarrierBytes,
+    eventSink: (batch) => send(encodeToolMessageIpc(batch)),
+  });
+  return runToolEndpointNode({
+    transport,
+    requestInputId: options.requestInputId,
+    responseOutputId,
+    graceMs,
+    logger: options.logger,
+    onShutdown: () => handler.close({ graceMs }),
+    handle: async (request, publish) => {
+      const batch = decodeToolMessageIpc(request, { maxBytes: binding.maxCarrierBytes });
+      for (const response of await binding.dispatchInput(batch)) {
+        await publish(encodeToolMessageIpc(response));
+      }
+    },
+  });
+}

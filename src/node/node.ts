@@ -1,0 +1,224 @@
+/**
+ * The lifecycle of one endpoint node: registration and lease renewal, health snapshots, and the
+ * ordered graceful shutdown, independent of the transport that carries the messages.
+ *
+ * @module
+ */
+import type { EndpointRegistryResponse } from "../endpoint/models.ts";
+import { ToolEndpointHandler } from "../handler/handler.ts";
+import type { ToolEnvelope } from "../wire/envelope.ts";
+import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
+import { EndpointHealthReporter, type EndpointHealthReporterOptions } from "./health.ts";
+import { EndpointRegistration, type EndpointRegistrationOptions } from "./registration.ts";
+
+/**
+ * A new `endpoint_instance_id` for this process start: `"<prefix>-<random UUID>"` (default prefix
+ * `epinst`). PROTOCOL.md 5.1 requires a new value for every provider process start, restart
+ * included, and forbids reading order into it: call this once when the process starts and give
+ * the same value to the handler and the node.
+ *
+ * @example
+ * ```ts
+ * import { newEndpointInstanceId } from "@forge/tool";
+ * console.log(newEndpointInstanceId().startsWith("epinst-")); // true
+ * ```
+ */
+export function newEndpointInstanceId(prefix = "epinst"): string {
+  if (typeof prefix !== "string" || prefix.trim() === "") {
+    throw new TypeError("prefix must be a non-empty string");
+  }
+  return `${prefix}-${crypto.randomUUID()}`;
+}
+
+/** Where an {@linkcode EndpointNodeLifecycle} is. */
+export type EndpointNodePhase = "created" | "running" | "shutting_down" | "stopped";
+
+/** Options of {@linkcode EndpointNodeLifecycle}. */
+export interface EndpointNodeLifecycleOptions {
+  /** The handler the node serves; its descriptor and instance are registered. */
+  readonly handler: ToolEndpointHandler;
+  /** Publishes one management envelope (register, unregister, status) on the transport. */
+  readonly send: (envelope: ToolEnvelope) => void | Promise<void>;
+  /** Monotonic time and timers for both loops (default: the process clock). */
+  readonly clock?: NodeClock;
+  /** A uniform sample in `[0, 1)` for jitter (default `Math.random`). */
+  readonly random?: () => number;
+  /** Registration loop tuning (renewal fraction, jitter, backoff, response timeout...). */
+  readonly registration?: Omit<
+    EndpointRegistrationOptions,
+    "descriptor" | "endpointInstanceId" | "send" | "clock" | "random"
+  >;
+  /** Health reporting tuning (period, poll, degraded signal, details). */
+  readonly health?: Omit<
+    EndpointHealthReporterOptions,
+    "handler" | "send" | "clock" | "endpointInstanceId"
+  >;
+  /** How long shutdown lets in-flight work settle (`handler.close({ graceMs })`; default 5000). */
+  readonly graceMs?: number;
+  /** How long shutdown waits for the unregister response, in ms (default: response timeout). */
+  readonly unregisterTimeoutMs?: number;
+  /** Closes the transport; called last in {@linkcode EndpointNodeLifecycle.shutdown}. */
+  readonly closeTransport?: () => void | Promise<void>;
+}
+
+/**
+ * One endpoint node's management lifecycle: an {@linkcode EndpointRegistration} loop and an
+ * {@linkcode EndpointHealthReporter} for a {@linkcode ToolEndpointHandler}, over any transport
+ * that can `send` envelopes and feeds incoming ones to {@linkcode EndpointNodeLifecycle.receive}.
+ *
+ * {@linkcode EndpointNodeLifecycle.shutdown} keeps this order:
+ *
+ * 1. stop admitting: `handler.close({ graceMs })` starts (new invokes are refused at once) and an
+ *    `unavailable` snapshot goes out;
+ * 2. settle: `handler.close` waits up to `graceMs` for in-flight work (the lease keeps being
+ *    renewed meanwhile, so retained results stay reachable);
+ * 3. a final `unavailable` snapshot, then health reporting stops;
+ * 4. `endpoint.unregister`, waiting up to `unregisterTimeoutMs` for its response;
+ * 5. `closeTransport()`.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   EndpointNodeLifecycle,
+ *   EndpointRegistry,
+ *   newEndpointInstanceId,
+ *   TOOL_ENDPOINT_PROTOCOL,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
+ * const handler = new ToolEndpointHandler(
+ *   new ToolEndpointDescriptor({
+ *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+ *     endpointId: "vision.yolo",
+ *     operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+ *   }),
+ *   {
+ *     endpointInstanceId: newEndpointInstanceId(),
+ *     operations: { detect: { query: () => new ToolResult({ status: "succeeded" }) } },
+ *   },
+ * );
+ * const registry = new EndpointRegistry({ routes: { yolo: "vision.yolo" } });
+ * const node: EndpointNodeLifecycle = new EndpointNodeLifecycle({
+ *   handler,
+ *   send: (envelope) => {
+ *     if (envelope.messageType === "endpoint.status") return; // a Gateway would record it
+ *     node.receive(registry.handle(envelope, "yolo"));
+ *   },
+ * });
+ * node.start();
+ * console.log(node.registration.state); // registered
+ * await node.shutdown();
+ * console.log(registry.records().length); // 0
+ * ```
+ */
+export class EndpointNodeLifecycle {
+  /** The registration loop. */
+  readonly registration: EndpointRegistration;
+  /** The health reporter. */
+  readonly health: EndpointHealthReporter;
+  readonly #handler: ToolEndpointHandler;
+  readonly #graceMs: number | undefined;
+  readonly #unregisterTimeoutMs: number | undefined;
+  readonly #closeTransport: (() => void | Promise<void>) | undefined;
+  #phase: EndpointNodePhase = "created";
+  #shutdown: Promise<EndpointRegistryResponse | undefined> | undefined;
+
+  /** Builds both loops; nothing is sent before {@linkcode EndpointNodeLifecycle.start}. */
+  constructor(options: EndpointNodeLifecycleOptions) {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError("EndpointNodeLifecycle options must be an object");
+    }
+    if (!(options.handler instanceof ToolEndpointHandler)) {
+      throw new TypeError("handler must be a ToolEndpointHandler");
+    }
+    if (typeof options.send !== "function") throw new TypeError("send must be a function");
+    const clock = options.clock ?? SYSTEM_CLOCK;
+    this.#handler = options.handler;
+    this.registration = new EndpointRegistration({
+      ...options.registration,
+      descriptor: options.handler.descriptor,
+      endpointInstanceId: options.handler.endpointInstanceId,
+      send: options.send,
+      clock,
+      random: options.random,
+    });
+    this.health = new EndpointHealthReporter({
+      ...options.health,
+      handler: options.handler,
+      send: options.send,
+      clock,
+    });
+    this.#graceMs = options.graceMs;
+    this.#unregisterTimeoutMs = options.unregisterTimeoutMs;
+    this.#closeTransport = options.closeTransport;
+  }
+
+  /** Where the node is. */
+  get phase(): EndpointNodePhase {
+    return this.#phase;
+  }
+
+  /** The handler the node serves. */
+  get handler(): ToolEndpointHandler {
+    return this.#handler;
+  }
+
+  /** Starts registration (sends `endpoint.register`) and health reporting (sends a snapshot). */
+  start(): void {
+    if (this.#phase !== "created") return;
+    this.#phase = "running";
+    this.registration.start();
+    this.health.start();
+  }
+
+  /**
+   * Feeds one incoming envelope: a correlated `endpoint.registry.response` is applied to the
+   * registration loop (true); anything else is left to the caller (false).
+   */
+  receive(envelope: ToolEnvelope): boolean {
+    return this.registration.receive(envelope);
+  }
+
+  /** Sends a health snapshot if the state changed; call it after each dispatched message. */
+  check(): boolean {
+    return this.#phase === "running" || this.#phase === "shutting_down"
+      ? this.health.check()
+      : false;
+  }
+
+  /**
+   * Shuts down gracefully in the documented order (stop admitting, settle in-flight work, final
+   * `unavailable` snapshot, unregister, close the transport). Resolves with the unregister
+   * response, or `undefined` when none arrived. Calling it again returns the same promise.
+   */
+  shutdown(): Promise<EndpointRegistryResponse | undefined> {
+    this.#shutdown ??= this.#runShutdown();
+    return this.#shutdown;
+  }
+
+  async #runShutdown(): Promise<EndpointRegistryResponse | undefined> {
+    const started = this.#phase === "running";
+    this.#phase = "shutting_down";
+    let response: EndpointRegistryResponse | undefined;
+    try {
+      const settling = this.#handler.close(
+        this.#graceMs === undefined ? {} : { graceMs: this.#graceMs },
+      );
+      if (started) this.health.shuttingDown();
+      await settling;
+      this.health.stop({ final: started });
+      response = await this.registration.stop(
+        this.#unregisterTimeoutMs === undefined ? {} : { timeoutMs: this.#unregisterTimeoutMs },
+      );
+    } finally {
+      try {
+        await this.#closeTransport?.();
+      } finally {
+        this.#phase = "stopped";
+      }
+    }
+    return response;
+  }
+}

@@ -1,0 +1,483 @@
+/**
+ * An in-memory endpoint Registry: the Gateway's record of which provider instance currently
+ * serves each configured endpoint, with the exact rules of `forge.tool.endpoint/v1alpha1`.
+ *
+ * Rules ported from PROTOCOL.md (interfaces/forge_tool/PROTOCOL.md of Forgelab-Robotics/forge):
+ *
+ * - Authority (8.5, 13.3): each statically configured, trusted management route authorizes one
+ *   configured `endpoint_id`. Message contents grant nothing: the envelope `endpoint_id` and, for
+ *   `endpoint.register`, the descriptor `endpoint_id` are checked against the route. Here a route
+ *   is a route ID the transport supplies (for example the Dora input a message arrived on), and
+ *   the configuration maps each route ID to exactly one endpoint and each endpoint to exactly one
+ *   route, so "the same trusted route" is always the route of the endpoint's record.
+ * - A request on a route that is not configured is not trusted: it is refused with a thrown
+ *   `FORGE_PROTOCOL_ROUTE_MISMATCH` and no response (9.7: a receiver must not answer an untrusted
+ *   request as though it belonged to a provider route).
+ * - A route/endpoint mismatch on a configured route is rejected without state change (8.5):
+ *   `FORGE_PROTOCOL_ROUTE_MISMATCH`.
+ * - State (8.5): at most one current record per configured endpoint: the current
+ *   `endpoint_instance_id`, the exact descriptor and the lease deadline. The instance ID is
+ *   opaque identity, never newness (5.1): instances are compared for equality only.
+ * - `request_id` is correlation only, never a deduplication key (8.5, 11.2).
+ * - Register, no current instance: accept, establish, revision + 1.
+ * - Register, same current instance, exactly equal descriptor: accept and renew the lease,
+ *   revision unchanged (8.1, 8.5). "Exactly equal" is equality of the whole descriptor payload:
+ *   protocol version, endpoint ID, and the same operations in the same order with the same six
+ *   fields each.
+ * - Register, same current instance, changed descriptor: reject without replacing the
+ *   descriptor, renewing the lease or changing the revision: `ENDPOINT_DESCRIPTOR_CHANGED`.
+ * - Register, different instance on the (same) trusted route: atomically replace the record,
+ *   revision + 1 (once; no intermediate absent state is observable).
+ * - Unregister of the current instance: remove, revision + 1.
+ * - Unregister with no current instance (authorized): accept, no state or revision change.
+ * - Unregister from a stale instance while another is current: reject, no mutation:
+ *   `STALE_ENDPOINT_INSTANCE` "endpoint instance is not current" (the code and message of the
+ *   8.3 example).
+ * - Lease expiry: remove, revision + 1 (once per expired record).
+ * - Revision (8.6): process-local, starts at 0 with empty state; increments only for
+ *   absent-to-current registration, replacement, matching unregister and expiry; equal renewal,
+ *   absent unregister and every rejection leave it. Every response carries the revision after
+ *   its decision.
+ * - Responses (8.3, 11.2): an accepted register carries `lease_ttl_ms` (a duration); an accepted
+ *   unregister and every rejection carry none; a rejection carries a `ToolError`; the response
+ *   copies `request_id`, `endpoint_id` and `endpoint_instance_id` and echoes the operation.
+ * - Lease time (4.3, 8.3, 8.5): the lease starts or renews only after a registration is
+ *   accepted, at the Registry's trusted monotonic receive time (the injected clock's `now()` when
+ *   `handle` runs); it is never a Wire field.
+ * - `endpoint.status` is not a Registry mutation (8.5); this class does not take it.
+ *
+ * @module
+ */
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import {
+  EndpointRegistryResponse,
+  type ToolEndpointDescriptor,
+  ToolError,
+} from "../endpoint/models.ts";
+import { ToolEnvelope } from "../wire/envelope.ts";
+import { makeEndpointRegistryResponseEnvelope } from "../wire/factories.ts";
+import { endpointDescriptorFromPayload, endpointDescriptorToPayload } from "../wire/messages.ts";
+import { type MonotonicClock, SYSTEM_CLOCK } from "./clock.ts";
+
+/** The Registry's rejection codes (the `code` of the `ToolError` of a rejected response). */
+export interface EndpointRegistryErrorCodeTable {
+  /** An unregister from an instance that is not the current one (PROTOCOL.md 8.3, 8.5). */
+  readonly STALE_ENDPOINT_INSTANCE: "STALE_ENDPOINT_INSTANCE";
+  /** A register from the current instance with a descriptor other than the registered one. */
+  readonly ENDPOINT_DESCRIPTOR_CHANGED: "ENDPOINT_DESCRIPTOR_CHANGED";
+  /** The envelope or descriptor endpoint is not the endpoint the route authorizes. */
+  readonly ROUTE_MISMATCH: "FORGE_PROTOCOL_ROUTE_MISMATCH";
+  /** The register descriptor or the unregister payload is invalid. */
+  readonly INVALID_PAYLOAD: "FORGE_PROTOCOL_INVALID_PAYLOAD";
+  /** The descriptor declares another protocol version. */
+  readonly UNSUPPORTED_VERSION: "FORGE_PROTOCOL_UNSUPPORTED_VERSION";
+}
+
+/**
+ * The codes of the Registry's rejections. `STALE_ENDPOINT_INSTANCE` is the code of the
+ * PROTOCOL.md 8.3 example; the protocol names no code for a changed descriptor, so this package
+ * uses `ENDPOINT_DESCRIPTOR_CHANGED` in the same style; route and payload failures reuse the
+ * package's `FORGE_PROTOCOL_*` codes.
+ */
+export const EndpointRegistryErrorCodes: EndpointRegistryErrorCodeTable = Object.freeze(
+  {
+    STALE_ENDPOINT_INSTANCE: "STALE_ENDPOINT_INSTANCE",
+    ENDPOINT_DESCRIPTOR_CHANGED: "ENDPOINT_DESCRIPTOR_CHANGED",
+    ROUTE_MISMATCH: ToolErrorCodes.ROUTE_MISMATCH,
+    INVALID_PAYLOAD: ToolErrorCodes.INVALID_PAYLOAD,
+    UNSUPPORTED_VERSION: ToolErrorCodes.UNSUPPORTED_VERSION,
+  } as const,
+);
+
+/** The default lease the Registry grants, in milliseconds (30 s, as the PROTOCOL.md examples). */
+export const DEFAULT_LEASE_TTL_MS = 30_000;
+
+/** The current availability record of one endpoint. */
+export interface EndpointRegistryRecord {
+  /** The trusted route the record was registered on. */
+  readonly routeId: string;
+  /** The logical endpoint. */
+  readonly endpointId: string;
+  /** The current provider instance. */
+  readonly endpointInstanceId: string;
+  /** The exact descriptor registered by that instance. */
+  readonly descriptor: ToolEndpointDescriptor;
+  /** When the current instance's registration was accepted first (monotonic ms). */
+  readonly registeredAtMs: number;
+  /** When the lease was last started or renewed (monotonic ms). */
+  readonly renewedAtMs: number;
+  /** When the lease ends unless renewed (monotonic ms): `renewedAtMs + leaseTtlMs`. */
+  readonly leaseDeadlineMs: number;
+}
+
+/** What changed in the Registry, as reported to {@linkcode EndpointRegistryOptions.onChange}. */
+export type EndpointRegistryChange =
+  | {
+    /** An endpoint with no current instance got one. */
+    readonly kind: "registered";
+    /** The new record. */
+    readonly record: EndpointRegistryRecord;
+    /** The revision after the change. */
+    readonly revision: number;
+  }
+  | {
+    /** Another instance replaced the current one, atomically. */
+    readonly kind: "replaced";
+    /** The new record. */
+    readonly record: EndpointRegistryRecord;
+    /** The record it replaced. */
+    readonly previous: EndpointRegistryRecord;
+    /** The revision after the change. */
+    readonly revision: number;
+  }
+  | {
+    /** The current instance unregistered, or its lease expired. */
+    readonly kind: "unregistered" | "expired";
+    /** The removed record. */
+    readonly record: EndpointRegistryRecord;
+    /** The revision after the change. */
+    readonly revision: number;
+  };
+
+/** Options of {@linkcode EndpointRegistry}. */
+export interface EndpointRegistryOptions {
+  /**
+   * The statically configured trusted management routes: route ID -> the one endpoint ID it
+   * authorizes. Each endpoint has exactly one route.
+   */
+  readonly routes: Readonly<Record<string, string>> | ReadonlyMap<string, string>;
+  /** The lease granted on every accepted registration, in ms (default 30 000). */
+  readonly leaseTtlMs?: number;
+  /** The trusted monotonic receive clock (default `performance.now`). */
+  readonly clock?: MonotonicClock;
+  /** Called after every state change, with the revision after it. */
+  readonly onChange?: (change: EndpointRegistryChange) => void;
+}
+
+function rejection(code: string, message: string): ToolError {
+  return new ToolError({ code, message, retryable: false });
+}
+
+function sameJson(left: unknown, right: unknown): boolean {
+  if (left === right) return true;
+  if (typeof left !== "object" || typeof right !== "object" || left === null || right === null) {
+    return false;
+  }
+  if (Array.isArray(left) !== Array.isArray(right)) return false;
+  const leftKeys = Object.keys(left);
+  const rightKeys = Object.keys(right);
+  if (leftKeys.length !== rightKeys.length) return false;
+  for (const key of leftKeys) {
+    if (!Object.hasOwn(right, key)) return false;
+    if (
+      !sameJson((left as Record<string, unknown>)[key], (right as Record<string, unknown>)[key])
+    ) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * True when two descriptors are exactly equal: the same protocol version, endpoint ID, and
+ * operations in the same order with the same name, semantics, capabilities and
+ * `max_concurrency` (equality of their Wire payloads).
+ */
+export function descriptorsEqual(
+  left: ToolEndpointDescriptor,
+  right: ToolEndpointDescriptor,
+): boolean {
+  return left === right ||
+    sameJson(endpointDescriptorToPayload(left), endpointDescriptorToPayload(right));
+}
+
+/**
+ * The Gateway-side endpoint Registry of PROTOCOL.md 8.5–8.6, in memory: one current record per
+ * configured endpoint, authorized by a trusted management route, with leases on an injected
+ * monotonic clock and a process-local revision.
+ *
+ * {@linkcode EndpointRegistry.handle} answers one `endpoint.register` or `endpoint.unregister`
+ * with its `endpoint.registry.response` (accepted or rejected). Expiry is applied at
+ * `clock.now()` before every decision and every read, and by {@linkcode EndpointRegistry.expire};
+ * {@linkcode EndpointRegistry.nextLeaseDeadlineMs} tells a host when to call `expire()` so that
+ * expiry is observed without traffic.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   EndpointRegistry,
+ *   makeRegistrationEnvelope,
+ *   TOOL_ENDPOINT_PROTOCOL,
+ *   ToolEndpointDescriptor,
+ *   ToolOperationDescriptor,
+ * } from "@forge/tool";
+ * const registry = new EndpointRegistry({ routes: { "yolo/management": "vision.yolo" } });
+ * const descriptor = new ToolEndpointDescriptor({
+ *   protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+ *   endpointId: "vision.yolo",
+ *   operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+ * });
+ * const request = makeRegistrationEnvelope(descriptor, {
+ *   endpointInstanceId: "instance-1",
+ *   requestId: "register-1",
+ * });
+ * const response = registry.handle(request, "yolo/management");
+ * console.log(response.payload); // { operation: "register", status: "accepted", registry_revision: 1, lease_ttl_ms: 30000 }
+ * console.log(registry.lookup("vision.yolo")?.endpointInstanceId); // instance-1
+ * ```
+ */
+export class EndpointRegistry {
+  readonly #routes: ReadonlyMap<string, string>;
+  readonly #leaseTtlMs: number;
+  readonly #clock: MonotonicClock;
+  readonly #onChange: ((change: EndpointRegistryChange) => void) | undefined;
+  readonly #records = new Map<string, EndpointRegistryRecord>();
+  #revision = 0;
+
+  /** Checks the route table (non-empty IDs, one route per endpoint) and the lease. */
+  constructor(options: EndpointRegistryOptions) {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError("EndpointRegistry options must be an object");
+    }
+    const source: unknown = options.routes;
+    if (source === null || typeof source !== "object") {
+      throw new TypeError("routes must be a record or a Map of route ID to endpoint ID");
+    }
+    const entries = source instanceof Map
+      ? [...(source as Map<unknown, unknown>)]
+      : Object.entries(source as Record<string, unknown>);
+    const routes = new Map<string, string>();
+    const endpoints = new Set<string>();
+    for (const [routeId, endpointId] of entries) {
+      if (typeof routeId !== "string" || routeId.trim() === "") {
+        throw new TypeError("route IDs must be non-empty strings");
+      }
+      if (typeof endpointId !== "string" || endpointId.trim() === "") {
+        throw new TypeError(`route '${routeId}' must authorize a non-empty endpoint ID`);
+      }
+      if (endpoints.has(endpointId)) {
+        throw new RangeError(`endpoint '${endpointId}' is configured on more than one route`);
+      }
+      endpoints.add(endpointId);
+      routes.set(routeId, endpointId);
+    }
+    const leaseTtlMs: unknown = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+    if (!Number.isSafeInteger(leaseTtlMs) || (leaseTtlMs as number) < 1) {
+      throw new RangeError("leaseTtlMs must be an integer in [1, 2^53 - 1]");
+    }
+    const clock = options.clock ?? SYSTEM_CLOCK;
+    if (typeof clock?.now !== "function") throw new TypeError("clock must have now()");
+    this.#routes = routes;
+    this.#leaseTtlMs = leaseTtlMs as number;
+    this.#clock = clock;
+    this.#onChange = options.onChange;
+  }
+
+  /** The process-local availability revision (after applying expiry). Starts at 0. */
+  get revision(): number {
+    this.expire();
+    return this.#revision;
+  }
+
+  /** The lease granted on every accepted registration, in milliseconds. */
+  get leaseTtlMs(): number {
+    return this.#leaseTtlMs;
+  }
+
+  /** The configured routes: route ID -> endpoint ID. */
+  get routes(): ReadonlyMap<string, string> {
+    return new Map(this.#routes);
+  }
+
+  /** Every current record (after applying expiry), in registration order. */
+  records(): readonly EndpointRegistryRecord[] {
+    this.expire();
+    return Object.freeze([...this.#records.values()]);
+  }
+
+  /** The current record of `endpointId` (after applying expiry), or `undefined`. */
+  lookup(endpointId: string): EndpointRegistryRecord | undefined {
+    this.expire();
+    return this.#records.get(endpointId);
+  }
+
+  /** The earliest lease deadline of the current records (monotonic ms), or `undefined`. */
+  nextLeaseDeadlineMs(): number | undefined {
+    let next: number | undefined;
+    for (const record of this.#records.values()) {
+      if (next === undefined || record.leaseDeadlineMs < next) next = record.leaseDeadlineMs;
+    }
+    return next;
+  }
+
+  /**
+   * Removes every record whose lease deadline is at or before `clock.now()`, incrementing the
+   * revision once per removed record, and returns the removed records.
+   */
+  expire(): readonly EndpointRegistryRecord[] {
+    const now = this.#clock.now();
+    const expired: EndpointRegistryRecord[] = [];
+    for (const [endpointId, record] of this.#records) {
+      if (record.leaseDeadlineMs <= now) {
+        this.#records.delete(endpointId);
+        this.#revision += 1;
+        expired.push(record);
+        this.#onChange?.({ kind: "expired", record, revision: this.#revision });
+      }
+    }
+    return Object.freeze(expired);
+  }
+
+  /**
+   * Decides one `endpoint.register` or `endpoint.unregister` that arrived on the trusted route
+   * `routeId`, and returns its correlated `endpoint.registry.response`.
+   *
+   * Throws a `FORGE_PROTOCOL_ROUTE_MISMATCH` {@linkcode ToolProtocolError} (and answers nothing)
+   * when `routeId` is not a configured route, and a `RangeError` for any other message type.
+   */
+  handle(request: ToolEnvelope, routeId: string): ToolEnvelope {
+    if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+    if (
+      request.messageType !== "endpoint.register" && request.messageType !== "endpoint.unregister"
+    ) {
+      throw new RangeError("the Registry handles endpoint.register and endpoint.unregister only");
+    }
+    const routeEndpoint = typeof routeId === "string" ? this.#routes.get(routeId) : undefined;
+    if (routeEndpoint === undefined) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ROUTE_MISMATCH,
+        "management request arrived on a route that is not configured",
+        "route",
+      );
+    }
+    this.expire();
+    const response = request.messageType === "endpoint.register"
+      ? this.#register(request, routeId, routeEndpoint)
+      : this.#unregister(request, routeEndpoint);
+    return makeEndpointRegistryResponseEnvelope(response, request);
+  }
+
+  #reject(operation: "register" | "unregister", error: ToolError): EndpointRegistryResponse {
+    return new EndpointRegistryResponse({
+      operation,
+      status: "rejected",
+      registryRevision: this.#revision,
+      error,
+    });
+  }
+
+  #register(
+    request: ToolEnvelope,
+    routeId: string,
+    routeEndpoint: string,
+  ): EndpointRegistryResponse {
+    if (request.endpointId !== routeEndpoint) {
+      return this.#reject(
+        "register",
+        rejection(
+          EndpointRegistryErrorCodes.ROUTE_MISMATCH,
+          `route authorizes endpoint '${routeEndpoint}', not '${request.endpointId}'`,
+        ),
+      );
+    }
+    let descriptor: ToolEndpointDescriptor;
+    try {
+      descriptor = endpointDescriptorFromPayload(request.payload);
+    } catch (error) {
+      if (!(error instanceof ToolProtocolError)) throw error;
+      const code = error.code === ToolErrorCodes.UNSUPPORTED_VERSION
+        ? EndpointRegistryErrorCodes.UNSUPPORTED_VERSION
+        : EndpointRegistryErrorCodes.INVALID_PAYLOAD;
+      const where = error.path === undefined ? "" : ` (at ${error.path})`;
+      return this.#reject("register", rejection(code, `${error.message}${where}`));
+    }
+    if (descriptor.endpointId !== routeEndpoint) {
+      return this.#reject(
+        "register",
+        rejection(
+          EndpointRegistryErrorCodes.ROUTE_MISMATCH,
+          `route authorizes endpoint '${routeEndpoint}', not descriptor endpoint '${descriptor.endpointId}'`,
+        ),
+      );
+    }
+    const now = this.#clock.now();
+    const instance = request.endpointInstanceId!;
+    const current = this.#records.get(routeEndpoint);
+    if (current !== undefined && current.endpointInstanceId === instance) {
+      if (!descriptorsEqual(current.descriptor, descriptor)) {
+        return this.#reject(
+          "register",
+          rejection(
+            EndpointRegistryErrorCodes.ENDPOINT_DESCRIPTOR_CHANGED,
+            "the current endpoint instance registered a different descriptor",
+          ),
+        );
+      }
+      this.#records.set(
+        routeEndpoint,
+        Object.freeze({ ...current, renewedAtMs: now, leaseDeadlineMs: now + this.#leaseTtlMs }),
+      );
+    } else {
+      const record: EndpointRegistryRecord = Object.freeze({
+        routeId,
+        endpointId: routeEndpoint,
+        endpointInstanceId: instance,
+        descriptor,
+        registeredAtMs: now,
+        renewedAtMs: now,
+        leaseDeadlineMs: now + this.#leaseTtlMs,
+      });
+      this.#records.set(routeEndpoint, record);
+      this.#revision += 1;
+      this.#onChange?.(
+        current === undefined
+          ? { kind: "registered", record, revision: this.#revision }
+          : { kind: "replaced", record, previous: current, revision: this.#revision },
+      );
+    }
+    return new EndpointRegistryResponse({
+      operation: "register",
+      status: "accepted",
+      registryRevision: this.#revision,
+      leaseTtlMs: this.#leaseTtlMs,
+    });
+  }
+
+  #unregister(request: ToolEnvelope, routeEndpoint: string): EndpointRegistryResponse {
+    if (request.endpointId !== routeEndpoint) {
+      return this.#reject(
+        "unregister",
+        rejection(
+          EndpointRegistryErrorCodes.ROUTE_MISMATCH,
+          `route authorizes endpoint '${routeEndpoint}', not '${request.endpointId}'`,
+        ),
+      );
+    }
+    if (Object.keys(request.payload).length !== 0) {
+      return this.#reject(
+        "unregister",
+        rejection(EndpointRegistryErrorCodes.INVALID_PAYLOAD, "unknown fields (at payload)"),
+      );
+    }
+    const current = this.#records.get(routeEndpoint);
+    if (current !== undefined) {
+      if (current.endpointInstanceId !== request.endpointInstanceId) {
+        return this.#reject(
+          "unregister",
+          rejection(
+            EndpointRegistryErrorCodes.STALE_ENDPOINT_INSTANCE,
+            "endpoint instance is not current",
+          ),
+        );
+      }
+      this.#records.delete(routeEndpoint);
+      this.#revision += 1;
+      this.#onChange?.({ kind: "unregistered", record: current, revision: this.#revision });
+    }
+    return new EndpointRegistryResponse({
+      operation: "unregister",
+      status: "accepted",
+      registryRevision: this.#revision,
+    });
+  }
+}

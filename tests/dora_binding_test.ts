@@ -1,0 +1,928 @@
+// DoraToolEndpointBinding: the reference's test_dora.py (24 tests, E4 @270b187) in order, then
+// the route-trust, publication-barrier and fallback cases the port adds.
+import {
+  assert,
+  assertEquals,
+  assertInstanceOf,
+  assertLessOrEqual,
+  assertRejects,
+  assertStrictEquals,
+  assertThrows,
+} from "@std/assert";
+import { delay } from "@std/async";
+import { makeData, makeVector, RecordBatch, Struct, Table, Utf8 } from "apache-arrow";
+import {
+  encodedEnvelopeSize,
+  encodeEnvelope,
+  invokeResponseFromPayload,
+  makeInvokeRequestEnvelope,
+  makeStatusRequestEnvelope,
+  statusResponseFromPayload,
+  ToolAccepted,
+  type ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolEnvelope,
+  ToolError,
+  ToolEvent,
+  type ToolEventEmitter,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolProtocolError,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+  type ToolSemantics,
+  validateResponseCorrelation,
+} from "../mod.ts";
+import {
+  DoraToolEndpointBinding,
+  type DoraToolEndpointBindingOptions,
+  encodeToolMessageIpc,
+  TOOL_MESSAGE_SCHEMA,
+  toolEnvelopeToMessage,
+  toolMessageToEnvelope,
+} from "../dora.ts";
+import { assertProtocolError, CODES, context, PROTOCOL } from "./_helpers.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures of the reference test module
+
+/** `_request()`: an invoke of vision.yolo/detect for instance-1 (370 bytes encoded). */
+function request(
+  args: Record<string, unknown> = { class: "cube" },
+  options: { callerId?: string; endpointId?: string } = {},
+): ToolEnvelope {
+  const ctx = context(options.endpointId ?? "vision.yolo", "detect", {
+    callerId: options.callerId,
+  });
+  return makeInvokeRequestEnvelope(new ToolRequest({ arguments: args }), ctx, {
+    requestId: "request-1",
+    endpointInstanceId: "instance-1",
+  });
+}
+
+function descriptor(endpointId: string, name: string, semantics: ToolSemantics) {
+  return new ToolEndpointDescriptor({
+    protocolVersion: PROTOCOL,
+    endpointId,
+    operations: [
+      new ToolOperationDescriptor({
+        name,
+        semantics,
+        cancellable: semantics === "action",
+        stoppable: semantics === "session",
+        statusSupported: semantics !== "query",
+      }),
+    ],
+  });
+}
+
+class FakeQuery {
+  calls = 0;
+  query(toolRequest: ToolRequest): ToolResult {
+    this.calls++;
+    return new ToolResult({ status: "succeeded", outputs: { arguments: toolRequest.arguments } });
+  }
+}
+
+class OversizedQuery extends FakeQuery {
+  override query(): ToolResult {
+    this.calls++;
+    return new ToolResult({ status: "succeeded", outputs: { text: "x".repeat(2048) } });
+  }
+}
+
+class RaisingQuery extends FakeQuery {
+  override query(): ToolResult {
+    this.calls++;
+    throw new Error("endpoint bug");
+  }
+}
+
+/** A handler whose invoke answers a response with an invalid typed payload. */
+class InvalidResponseHandler extends ToolEndpointHandler {
+  override handleInvoke(invoke: ToolEnvelope): Promise<ToolEnvelope> {
+    return Promise.resolve(
+      new ToolEnvelope({
+        messageType: "tool.invoke.response",
+        requestId: invoke.requestId,
+        invocationId: invoke.invocationId,
+        attemptId: invoke.attemptId,
+        endpointId: invoke.endpointId,
+        endpointInstanceId: invoke.endpointInstanceId,
+        operation: invoke.operation,
+        payload: { ["x".repeat(5000)]: true },
+      }),
+    );
+  }
+}
+
+function queryHandler(query: FakeQuery = new FakeQuery()): ToolEndpointHandler {
+  return new ToolEndpointHandler(descriptor("vision.yolo", "detect", "query"), {
+    endpointInstanceId: "instance-1",
+    operations: { detect: query },
+  });
+}
+
+/** DoraAction / DoraSession: start stores the emitter and may emit one early progress. */
+class StartProvider {
+  startCalls = 0;
+  emitter: ToolEventEmitter | undefined;
+  constructor(readonly earlyData: Record<string, unknown> | undefined = undefined) {}
+  async start(
+    _request: ToolRequest,
+    _context: ToolContext,
+    events: ToolEventEmitter,
+  ): Promise<ToolAccepted> {
+    this.startCalls++;
+    this.emitter = events;
+    if (this.earlyData !== undefined) {
+      await events.emit(new ToolEvent({ type: "progress", data: this.earlyData }));
+    }
+    return new ToolAccepted();
+  }
+  cancel(): ToolControlResponse {
+    return new ToolControlResponse({ command: "cancel", status: "unsupported" });
+  }
+  stop(): ToolControlResponse {
+    return new ToolControlResponse({ command: "stop", status: "unsupported" });
+  }
+  status(): ToolExecutionStatus {
+    return new ToolExecutionStatus({ phase: "running" });
+  }
+  result(): ToolResultResponse {
+    return new ToolResultResponse({ status: "pending" });
+  }
+}
+
+const EARLY = { fraction: 0.5 };
+
+function actionSetup(earlyData?: Record<string, unknown>) {
+  const provider = new StartProvider(earlyData);
+  const handler = new ToolEndpointHandler(descriptor("motion.arm", "move", "action"), {
+    endpointInstanceId: "instance-1",
+    operations: { move: provider },
+  });
+  const ctx = context("motion.arm", "move", {
+    invocationId: "action-invocation-1",
+    toolId: "forge.tool.move",
+    implementationId: "arm",
+  });
+  const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), ctx, {
+    requestId: "action-request-1",
+    endpointInstanceId: "instance-1",
+  });
+  return { provider, handler, ctx, invoke };
+}
+
+function sessionSetup(earlyData?: Record<string, unknown>) {
+  const provider = new StartProvider(earlyData);
+  const handler = new ToolEndpointHandler(descriptor("policy.runner", "serve", "session"), {
+    endpointInstanceId: "instance-1",
+    operations: { serve: provider },
+  });
+  const ctx = context("policy.runner", "serve", {
+    invocationId: "session-invocation-1",
+    toolId: "forge.tool.policy",
+    implementationId: "policy",
+  });
+  const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), ctx, {
+    requestId: "session-request-1",
+    endpointInstanceId: "instance-1",
+  });
+  return { provider, handler, ctx, invoke };
+}
+
+/** A sink that decodes and keeps everything published. */
+function collectingSink() {
+  const published: ToolEnvelope[] = [];
+  const sink = (batch: RecordBatch) => {
+    published.push(toolMessageToEnvelope(batch));
+  };
+  return { published, sink };
+}
+
+const quiet: DoraToolEndpointBindingOptions["onError"] = () => {};
+
+function binding(
+  handler: ToolEndpointHandler,
+  options: DoraToolEndpointBindingOptions = {},
+): DoraToolEndpointBinding {
+  return new DoraToolEndpointBinding(handler, { onError: quiet, ...options });
+}
+
+/** A carrier whose payload_json column is replaced (no validation on the way). */
+function withPayloadJson(envelope: ToolEnvelope, payloadJson: string): RecordBatch {
+  const batch = toolEnvelopeToMessage(envelope);
+  const bytes = new TextEncoder().encode(payloadJson);
+  const children = [...batch.data.children];
+  children[9] = makeData({
+    type: new Utf8(),
+    length: 1,
+    nullCount: 0,
+    valueOffsets: new Int32Array([0, bytes.length]),
+    data: bytes,
+  });
+  return new RecordBatch(
+    batch.schema,
+    makeData({ type: new Struct(batch.schema.fields), length: 1, nullCount: 0, children }),
+  );
+}
+
+function decodeError(batch: RecordBatch): ToolError {
+  const envelope = toolMessageToEnvelope(batch);
+  assertStrictEquals(envelope.messageType, "tool.error");
+  const error = envelope.payload.error as Record<string, unknown>;
+  return new ToolError({
+    code: error.code as string,
+    message: error.message as string,
+    retryable: error.retryable as boolean,
+    details: error.details as object,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// test_dora.py
+
+Deno.test("1 tool message and envelope conversion round trip", () => {
+  const event = new ToolEnvelope({
+    messageType: "tool.event",
+    invocationId: "invocation-1",
+    attemptId: "attempt-1",
+    endpointId: "vision.yolo",
+    endpointInstanceId: "instance-1",
+    operation: "detect",
+    sequence: 0,
+    payload: { type: "progress", data: { fraction: 0.5 } },
+  });
+  const unresolved = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context(), {
+    requestId: "unresolved-1",
+    endpointInstanceId: undefined,
+  });
+  for (const envelope of [request(), event, unresolved]) {
+    const message = toolEnvelopeToMessage(envelope);
+    assertEquals(message.schema.fields, TOOL_MESSAGE_SCHEMA.fields);
+    assertEquals(toolMessageToEnvelope(message), envelope);
+  }
+});
+
+Deno.test("2 dora binding rejects IPC bytes for bounded upstream decode", async () => {
+  const query = new FakeQuery();
+  const bytes = encodeToolMessageIpc(toolEnvelopeToMessage(request()));
+  for (const value of [bytes, bytes.slice().buffer, new DataView(bytes.buffer)]) {
+    await assertRejects(
+      () => binding(queryHandler(query)).handleInput(value as never),
+      TypeError,
+      "does not accept IPC bytes",
+    );
+    await assertRejects(
+      () => binding(queryHandler(query)).dispatchInput(value as never),
+      TypeError,
+      "does not accept IPC bytes",
+    );
+  }
+  assertStrictEquals(query.calls, 0);
+});
+
+Deno.test("3 dora binding handles one query record batch", async () => {
+  const query = new FakeQuery();
+  const response = await binding(queryHandler(query)).handleInput(
+    toolEnvelopeToMessage(request()),
+  );
+  assertEquals(response.schema.fields, TOOL_MESSAGE_SCHEMA.fields);
+  const envelope = toolMessageToEnvelope(response);
+  validateResponseCorrelation(request(), envelope);
+  assertEquals(
+    invokeResponseFromPayload(envelope.payload),
+    new ToolResult({ status: "succeeded", outputs: { arguments: { class: "cube" } } }),
+  );
+  assertStrictEquals(query.calls, 1);
+});
+
+async function acceptedBeforeEarlyEvent(setup: typeof actionSetup) {
+  const { handler, invoke } = setup(EARLY);
+  const { published, sink } = collectingSink();
+  const returned = await binding(handler, { eventSink: sink }).dispatchInput(
+    toolEnvelopeToMessage(invoke),
+  );
+  assertEquals(returned, []);
+  assertEquals(published.map((envelope) => envelope.messageType), [
+    "tool.invoke.response",
+    "tool.event",
+  ]);
+  assertEquals(invokeResponseFromPayload(published[0].payload), new ToolAccepted());
+  validateResponseCorrelation(invoke, published[0]);
+  assertEquals(published[1].payload, { type: "progress", data: EARLY });
+  assertStrictEquals(published[1].sequence, 0);
+}
+
+Deno.test("4 dora dispatch returns accepted before early action event", () => {
+  return acceptedBeforeEarlyEvent(actionSetup);
+});
+
+Deno.test("5 dora dispatch returns accepted before early session event", () => {
+  return acceptedBeforeEarlyEvent(sessionSetup);
+});
+
+Deno.test("6 dora async event sink receives late action events", async () => {
+  const { provider, handler, invoke } = actionSetup();
+  const { published, sink } = collectingSink();
+  const returned = await binding(handler, { eventSink: sink }).dispatchInput(
+    toolEnvelopeToMessage(invoke),
+  );
+  assertEquals(returned, []);
+  await provider.emitter!.emit(new ToolEvent({ type: "heartbeat" }));
+  assertStrictEquals(published.length, 2);
+  assertStrictEquals(published[0].messageType, "tool.invoke.response");
+  assertStrictEquals(published[1].messageType, "tool.event");
+  assertStrictEquals(published[1].sequence, 0);
+  assertEquals(published[1].payload, { type: "heartbeat", data: {} });
+});
+
+Deno.test("7 dora action publish barrier blocks event until accepted is published", async () => {
+  const { provider, handler, invoke } = actionSetup();
+  const order: string[] = [];
+  const responseSeen = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const sink = async (batch: RecordBatch) => {
+    const envelope = toolMessageToEnvelope(batch);
+    if (envelope.messageType === "tool.invoke.response") {
+      responseSeen.resolve();
+      await release.promise;
+      order.push("accepted");
+    } else {
+      order.push(`event-${envelope.sequence}`);
+    }
+  };
+  const dispatching = binding(handler, { eventSink: sink }).dispatchInput(
+    toolEnvelopeToMessage(invoke),
+  );
+  await responseSeen.promise;
+  const emitting = provider.emitter!.emit(new ToolEvent({ type: "heartbeat" }));
+  await delay(0);
+  assertEquals(order, []);
+  release.resolve();
+  assertEquals(await dispatching, []);
+  await emitting;
+  assertEquals(order, ["accepted", "event-0"]);
+});
+
+Deno.test("8 dora event sink serializes concurrent event sequences", async () => {
+  const { provider, handler, invoke } = actionSetup();
+  const sequences: number[] = [];
+  const firstSeen = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const sink = async (batch: RecordBatch) => {
+    const envelope = toolMessageToEnvelope(batch);
+    if (envelope.messageType !== "tool.event") return;
+    if (envelope.sequence === 0) {
+      firstSeen.resolve();
+      await release.promise;
+    }
+    sequences.push(envelope.sequence!);
+  };
+  assertEquals(
+    await binding(handler, { eventSink: sink }).dispatchInput(toolEnvelopeToMessage(invoke)),
+    [],
+  );
+  const first = provider.emitter!.emit(new ToolEvent({ type: "heartbeat" }));
+  await firstSeen.promise;
+  const second = provider.emitter!.emit(new ToolEvent({ type: "progress", data: EARLY }));
+  await delay(0);
+  assertEquals(sequences, []);
+  release.resolve();
+  await Promise.all([first, second]);
+  assertEquals(sequences, [0, 1]);
+});
+
+Deno.test("9 dora event encoding failure does not publish correlated error", async () => {
+  const { provider, handler, invoke } = actionSetup();
+  const { published, sink } = collectingSink();
+  await binding(handler, { maxMessageBytes: 1024, eventSink: sink }).dispatchInput(
+    toolEnvelopeToMessage(invoke),
+  );
+  const error = await assertRejects(
+    () =>
+      provider.emitter!.emit(
+        new ToolEvent({ type: "progress", data: { payload: "x".repeat(2000) } }),
+      ),
+    ToolProtocolError,
+    "exceeds limit",
+  );
+  assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
+  assertEquals(published.map((envelope) => envelope.messageType), ["tool.invoke.response"]);
+});
+
+Deno.test("10 dora early event encoding failure still publishes accepted first", async () => {
+  const { handler, invoke } = actionSetup({ payload: "x".repeat(2000) });
+  const { published, sink } = collectingSink();
+  const error = await assertRejects(
+    () =>
+      binding(handler, { maxMessageBytes: 1024, eventSink: sink }).dispatchInput(
+        toolEnvelopeToMessage(invoke),
+      ),
+    ToolProtocolError,
+    "exceeds limit",
+  );
+  assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
+  assertEquals(published.map((envelope) => envelope.messageType), ["tool.invoke.response"]);
+  assertEquals(invokeResponseFromPayload(published[0].payload), new ToolAccepted());
+});
+
+Deno.test("11 dora legacy handle input rejects action without starting it", async () => {
+  const { provider, handler, invoke } = actionSetup();
+  await assertRejects(
+    () => binding(handler).handleInput(toolEnvelopeToMessage(invoke)),
+    TypeError,
+    "Query-only",
+  );
+  assertStrictEquals(provider.startCalls, 0);
+});
+
+Deno.test("12 dora binding accepts a single batch table", async () => {
+  const response = await binding(queryHandler()).handleInput(
+    new Table(toolEnvelopeToMessage(request())),
+  );
+  validateResponseCorrelation(request(), toolMessageToEnvelope(response));
+});
+
+Deno.test("13 dora binding returns a correlated error for invalid typed payload", async () => {
+  const query = new FakeQuery();
+  const response = await binding(queryHandler(query)).handleInput(
+    withPayloadJson(request(), "{}"),
+  );
+  const envelope = toolMessageToEnvelope(response);
+  validateResponseCorrelation(request(), envelope);
+  const error = decodeError(response);
+  assertStrictEquals(error.code, CODES.INVALID_PAYLOAD);
+  assertStrictEquals(error.retryable, false);
+  assertStrictEquals(query.calls, 0);
+});
+
+Deno.test("14 dora binding returns correlated error for oversized input", async () => {
+  const query = new FakeQuery();
+  const large = request({ text: "x".repeat(300) });
+  assertStrictEquals(encodedEnvelopeSize(large), 665);
+  const response = await binding(queryHandler(query), { maxMessageBytes: 1024 }).handleInput(
+    toolEnvelopeToMessage(large),
+  );
+  validateResponseCorrelation(large, toolMessageToEnvelope(response));
+  const error = decodeError(response);
+  assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
+  assertStrictEquals(error.message, "ToolEndpoint message exceeds the configured size limit");
+  assertEquals(error.details, { max_message_bytes: 1024, max_request_bytes: 512 });
+  assertStrictEquals(query.calls, 0);
+});
+
+/** The valid invoke's compact payload JSON followed by 2048 spaces. */
+function paddedCarrier(): RecordBatch {
+  const compact = toolEnvelopeToMessage(request()).getChild("payload_json")!.get(0) as string;
+  return withPayloadJson(request(), compact + " ".repeat(2048));
+}
+
+Deno.test("15 dora binding rejects raw payload expansion before execution", async () => {
+  const query = new FakeQuery();
+  const error = await assertRejects(
+    () =>
+      binding(queryHandler(query), { maxMessageBytes: 1024, maxCarrierBytes: 10_000 })
+        .handleInput(paddedCarrier()),
+    ToolProtocolError,
+  );
+  assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
+  assert(error.message.startsWith("payload_json size "), error.message);
+  assertStrictEquals(query.calls, 0);
+});
+
+Deno.test("16 dora binding rejects oversized carrier before execution", async () => {
+  const query = new FakeQuery();
+  const error = await assertRejects(
+    () =>
+      binding(queryHandler(query), { maxMessageBytes: 1024, maxCarrierBytes: 1024 })
+        .handleInput(paddedCarrier()),
+    ToolProtocolError,
+  );
+  assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
+  assert(error.message.startsWith("Arrow carrier size "), error.message);
+  assertStrictEquals(query.calls, 0);
+});
+
+Deno.test("17 oversized request for another route remains uncorrelated", async () => {
+  const query = new FakeQuery();
+  const other = request({ text: "x".repeat(300) }, { endpointId: "vision.other" });
+  const error = await assertRejects(
+    () =>
+      binding(queryHandler(query), { maxMessageBytes: 1024 }).handleInput(
+        toolEnvelopeToMessage(other),
+      ),
+    ToolProtocolError,
+  );
+  assertStrictEquals(error.code, "FORGE_PROTOCOL_ROUTE_MISMATCH");
+  assertStrictEquals(query.calls, 0);
+});
+
+Deno.test("18 dora binding returns correlated error for oversized output", async () => {
+  const response = await binding(queryHandler(new OversizedQuery()), { maxMessageBytes: 1024 })
+    .handleInput(toolEnvelopeToMessage(request()));
+  validateResponseCorrelation(request(), toolMessageToEnvelope(response));
+  const error = decodeError(response);
+  assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
+  assertEquals(error.details, { max_message_bytes: 1024 });
+});
+
+Deno.test("19 accepted request reserves headroom for oversized output error", async () => {
+  const withCaller = request({ class: "cube" }, { callerId: "c".repeat(100) });
+  const size = encodedEnvelopeSize(withCaller);
+  assertStrictEquals(size, 485);
+  const dora = binding(queryHandler(new OversizedQuery()), { maxMessageBytes: 1024 });
+  assert(400 < size && size <= dora.maxRequestBytes);
+  const response = await dora.handleInput(toolEnvelopeToMessage(withCaller));
+  const envelope = toolMessageToEnvelope(response);
+  assertStrictEquals(decodeError(response).code, CODES.MESSAGE_TOO_LARGE);
+  assertLessOrEqual(encodeEnvelope(envelope).length, 1024);
+});
+
+Deno.test("20 invalid response uses bounded protocol error message", async () => {
+  const handler = new InvalidResponseHandler(descriptor("vision.yolo", "detect", "query"), {
+    endpointInstanceId: "instance-1",
+    operations: { detect: new FakeQuery() },
+  });
+  const response = await binding(handler, { maxMessageBytes: 1024 }).handleInput(
+    toolEnvelopeToMessage(request()),
+  );
+  const envelope = toolMessageToEnvelope(response);
+  validateResponseCorrelation(request(), envelope);
+  assertLessOrEqual(encodeEnvelope(envelope).length, 1024);
+  const error = decodeError(response);
+  assertStrictEquals(error.code, CODES.INVALID_PAYLOAD);
+  assertStrictEquals(error.message, "ToolEndpoint response violates the Wire protocol");
+  assertEquals(error.details, {});
+});
+
+Deno.test("21 dora binding returns correlated error for endpoint exception", async () => {
+  const reported: unknown[] = [];
+  const response = await binding(queryHandler(new RaisingQuery()), {
+    onError: (error) => reported.push(error),
+  }).handleInput(toolEnvelopeToMessage(request()));
+  validateResponseCorrelation(request(), toolMessageToEnvelope(response));
+  const error = decodeError(response);
+  assertStrictEquals(error.code, "FORGE_ENDPOINT_INTERNAL");
+  assertStrictEquals(error.message, "endpoint failed to produce a valid response");
+  assertStrictEquals(error.retryable, false);
+  assertEquals(error.details, {});
+  assertStrictEquals(reported.length, 1);
+  assertStrictEquals((reported[0] as Error).message, "endpoint bug");
+});
+
+Deno.test("22 conversion and binding validate max message bytes", () => {
+  assertProtocolError(
+    () => toolEnvelopeToMessage(request(), { maxMessageBytes: 1 }),
+    CODES.MESSAGE_TOO_LARGE,
+  );
+  assertProtocolError(
+    () => toolMessageToEnvelope(toolEnvelopeToMessage(request()), { maxMessageBytes: 1 }),
+    CODES.MESSAGE_TOO_LARGE,
+  );
+  for (const bad of [0, -1, true, 1023]) {
+    assertThrows(
+      () => new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: bad as number }),
+      RangeError,
+      "max_message_bytes",
+    );
+  }
+  assertThrows(
+    () =>
+      new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1024, maxCarrierBytes: 1023 }),
+    RangeError,
+    "max_carrier_bytes",
+  );
+  const dora = new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1024 });
+  assertStrictEquals(dora.maxMessageBytes, 1024);
+  assertStrictEquals(dora.maxRequestBytes, 512);
+  assert(dora.maxCarrierBytes > dora.maxMessageBytes);
+  assertStrictEquals(dora.maxCarrierBytes, 66_560);
+});
+
+Deno.test("23 dora binding rejects a non handler", () => {
+  assertThrows(
+    () => new DoraToolEndpointBinding({} as never),
+    TypeError,
+    "ToolEndpointHandler",
+  );
+});
+
+Deno.test("24 conversion rejects the wrong model type", () => {
+  assertThrows(
+    () => toolMessageToEnvelope({} as never),
+    TypeError,
+    "RecordBatch, Table, or Struct vector",
+  );
+  assertThrows(() => toolEnvelopeToMessage({} as never), TypeError, "ToolEnvelope");
+});
+
+// ---------------------------------------------------------------------------------------------
+// Beyond the reference module
+
+Deno.test("the binding's defaults, getters and option checks", () => {
+  const handler = queryHandler();
+  const dora = new DoraToolEndpointBinding(handler);
+  assertStrictEquals(dora.handler, handler);
+  assertStrictEquals(dora.maxMessageBytes, 1_048_576);
+  assertStrictEquals(dora.maxRequestBytes, 1_048_576 - 512);
+  assertStrictEquals(dora.maxCarrierBytes, 1_048_576 + 65_536);
+  assertStrictEquals(
+    new DoraToolEndpointBinding(handler, { maxMessageBytes: 2048, maxCarrierBytes: 2048 })
+      .maxCarrierBytes,
+    2048,
+  );
+  for (const bad of [0, -5, 1.5, "4096"]) {
+    assertThrows(
+      () => new DoraToolEndpointBinding(handler, { maxCarrierBytes: bad as number }),
+      RangeError,
+      "max_carrier_bytes must be a positive integer",
+    );
+  }
+  assertThrows(
+    () => new DoraToolEndpointBinding(handler, { eventSink: "sink" as never }),
+    TypeError,
+    "event_sink",
+  );
+  assertThrows(
+    () => new DoraToolEndpointBinding(handler, { onError: 1 as never }),
+    TypeError,
+    "onError",
+  );
+});
+
+Deno.test("dispatchInput returns Query, status, result and control responses in order", async () => {
+  const query = new FakeQuery();
+  const fromQuery = await binding(queryHandler(query)).dispatchInput(
+    toolEnvelopeToMessage(request()),
+  );
+  assertStrictEquals(fromQuery.length, 1);
+  validateResponseCorrelation(request(), toolMessageToEnvelope(fromQuery[0]));
+
+  const { handler, ctx } = actionSetup();
+  const { published, sink } = collectingSink();
+  const status = makeStatusRequestEnvelope(ctx, {
+    requestId: "status-1",
+    endpointInstanceId: "instance-1",
+  });
+  const answered = await binding(handler, { eventSink: sink }).dispatchInput(
+    makeVector(toolEnvelopeToMessage(status).data),
+  );
+  assertStrictEquals(answered.length, 1);
+  const envelope = toolMessageToEnvelope(answered[0]);
+  validateResponseCorrelation(status, envelope);
+  assertEquals(
+    statusResponseFromPayload(envelope.payload),
+    new ToolExecutionStatus({ phase: "running" }),
+  );
+  // Nothing went through the sink.
+  assertEquals(published, []);
+});
+
+Deno.test("an Action or Session invoke requires the event sink and starts nothing without it", async () => {
+  for (const setup of [actionSetup, sessionSetup]) {
+    const { provider, handler, invoke } = setup();
+    await assertRejects(
+      () => binding(handler).dispatchInput(toolEnvelopeToMessage(invoke)),
+      Error,
+      "Action or Session dispatch requires an asynchronous event_sink publisher",
+    );
+    assertStrictEquals(provider.startCalls, 0);
+  }
+});
+
+Deno.test("input that is not trusted is raised, never answered", async () => {
+  const query = new FakeQuery();
+  const dora = binding(queryHandler(query));
+  // Another endpoint instance.
+  const otherInstance = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context(), {
+    requestId: "request-1",
+    endpointInstanceId: "instance-2",
+  });
+  const mismatch = await assertRejects(
+    () => dora.dispatchInput(toolEnvelopeToMessage(otherInstance)),
+    ToolProtocolError,
+  );
+  assertStrictEquals(mismatch.code, "FORGE_PROTOCOL_ROUTE_MISMATCH");
+  // A carrier rule violation.
+  await assertRejects(
+    () => dora.dispatchInput(withPayloadJson(request(), "[]")),
+    ToolProtocolError,
+    "payload_json must be a JSON object",
+  );
+  // Not an execution request.
+  const unregister = new ToolEnvelope({
+    messageType: "endpoint.unregister",
+    requestId: "unregister-1",
+    endpointId: "vision.yolo",
+    endpointInstanceId: "instance-1",
+  });
+  await assertRejects(
+    () => dora.dispatchInput(toolEnvelopeToMessage(unregister)),
+    RangeError,
+    "execution request",
+  );
+  // Not a carrier at all.
+  await assertRejects(() => dora.dispatchInput({} as never), TypeError);
+  // handleInput is invoke-only.
+  const status = makeStatusRequestEnvelope(context(), {
+    requestId: "status-1",
+    endpointInstanceId: "instance-1",
+  });
+  await assertRejects(
+    () => dora.handleInput(toolEnvelopeToMessage(status)),
+    RangeError,
+    "request envelope must be tool.invoke.request",
+  );
+  assertStrictEquals(query.calls, 0);
+});
+
+Deno.test("a request the handler refuses by throwing gets the internal fallback", async () => {
+  const reported: unknown[] = [];
+  // A status request on a Query operation: the handler raises UNSUPPORTED_OPERATION.
+  const status = makeStatusRequestEnvelope(context(), {
+    requestId: "status-1",
+    endpointInstanceId: "instance-1",
+  });
+  const [response] = await binding(queryHandler(), {
+    onError: (error) => reported.push(error),
+  }).dispatchInput(toolEnvelopeToMessage(status));
+  validateResponseCorrelation(status, toolMessageToEnvelope(response));
+  assertStrictEquals(decodeError(response).code, "FORGE_ENDPOINT_INTERNAL");
+  assertInstanceOf(reported[0], ToolProtocolError);
+  assertStrictEquals(
+    (reported[0] as ToolProtocolError).code,
+    "FORGE_PROTOCOL_UNSUPPORTED_OPERATION",
+  );
+});
+
+Deno.test("dispatchInput answers oversized requests with the correlated fallback", async () => {
+  const { provider, handler, ctx } = actionSetup();
+  const { published, sink } = collectingSink();
+  const large = makeInvokeRequestEnvelope(
+    new ToolRequest({ arguments: { text: "x".repeat(600) } }),
+    ctx,
+    { requestId: "action-request-1", endpointInstanceId: "instance-1" },
+  );
+  const [response] = await binding(handler, { maxMessageBytes: 1024, eventSink: sink })
+    .dispatchInput(toolEnvelopeToMessage(large));
+  const error = decodeError(response);
+  assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
+  assertEquals(error.details, { max_message_bytes: 1024, max_request_bytes: 512 });
+  assertStrictEquals(provider.startCalls, 0);
+  assertEquals(published, []);
+});
+
+Deno.test("a failed response publication fails later events without a second answer", async () => {
+  const { provider, handler, invoke } = actionSetup();
+  const failure = new Error("output closed");
+  const attempts: string[] = [];
+  const sink = (batch: RecordBatch) => {
+    attempts.push(toolMessageToEnvelope(batch).messageType);
+    throw failure;
+  };
+  const error = await assertRejects(
+    () => binding(handler, { eventSink: sink }).dispatchInput(toolEnvelopeToMessage(invoke)),
+    Error,
+  );
+  assertStrictEquals(error, failure);
+  const late = await assertRejects(
+    () => provider.emitter!.emit(new ToolEvent({ type: "heartbeat" })),
+    Error,
+    "Response publication failed; event was not published",
+  );
+  assertStrictEquals(late.cause, failure);
+  assertEquals(attempts, ["tool.invoke.response"]);
+});
+
+Deno.test("a late event emitted while the response is pending fails once publication fails", async () => {
+  const { provider, handler, invoke } = actionSetup();
+  const responseSeen = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const failure = new Error("output closed");
+  const published: string[] = [];
+  const sink = async (batch: RecordBatch) => {
+    const envelope = toolMessageToEnvelope(batch);
+    if (envelope.messageType === "tool.invoke.response") {
+      responseSeen.resolve();
+      await release.promise;
+      throw failure;
+    }
+    published.push(envelope.messageType);
+  };
+  const dispatching = binding(handler, { eventSink: sink }).dispatchInput(
+    toolEnvelopeToMessage(invoke),
+  );
+  await responseSeen.promise;
+  const emitting = provider.emitter!.emit(new ToolEvent({ type: "heartbeat" }));
+  await delay(0); // the event is now waiting behind the response
+  release.resolve();
+  assertStrictEquals(await dispatching.catch((error) => error), failure);
+  const late = await emitting.catch((error) => error);
+  assertInstanceOf(late, Error);
+  assertStrictEquals((late as Error).cause, failure);
+  assertEquals(published, []);
+});
+
+Deno.test("early events are published in order before late ones", async () => {
+  class ThreeEarlyEvents extends StartProvider {
+    override async start(
+      _request: ToolRequest,
+      _context: ToolContext,
+      events: ToolEventEmitter,
+    ): Promise<ToolAccepted> {
+      this.emitter = events;
+      for (let i = 0; i < 3; i++) {
+        await events.emit(new ToolEvent({ type: "progress", data: { step: i } }));
+      }
+      return new ToolAccepted();
+    }
+  }
+  const provider = new ThreeEarlyEvents();
+  const handler = new ToolEndpointHandler(descriptor("motion.arm", "move", "action"), {
+    endpointInstanceId: "instance-1",
+    operations: { move: provider },
+  });
+  const invoke = actionSetup().invoke;
+  const sequences: (number | undefined)[] = [];
+  const responseSeen = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const sink = async (batch: RecordBatch) => {
+    const envelope = toolMessageToEnvelope(batch);
+    if (envelope.messageType === "tool.invoke.response") {
+      responseSeen.resolve();
+      await release.promise;
+      sequences.push(undefined);
+    } else {
+      sequences.push(envelope.sequence);
+    }
+  };
+  const dispatching = binding(handler, { eventSink: sink }).dispatchInput(
+    toolEnvelopeToMessage(invoke),
+  );
+  await responseSeen.promise;
+  const late = provider.emitter!.emit(new ToolEvent({ type: "heartbeat" }));
+  await delay(0); // the late event now waits at the barrier
+  release.resolve();
+  await dispatching;
+  await late;
+  assertEquals(sequences, [undefined, 0, 1, 2, 3]);
+});
+
+Deno.test("dispatchInput accepts a record batch, a table, a Struct vector and Struct data", async () => {
+  const batch = toolEnvelopeToMessage(request());
+  for (const value of [batch, new Table(batch), makeVector(batch.data), batch.data]) {
+    const [response] = await binding(queryHandler()).dispatchInput(value);
+    validateResponseCorrelation(request(), toolMessageToEnvelope(response));
+  }
+});
+
+Deno.test("a late event racing the response publication waits for it, however it is timed", async () => {
+  // The handler hands its messages back a timer turn after acceptance, and the provider emits
+  // after `hops` microtask turns: across the runs the event arrives at the binding before the
+  // response publication starts, while it is under way, and after it.
+  class SlowReturningHandler extends ToolEndpointHandler {
+    override async dispatch(
+      envelope: ToolEnvelope,
+      options?: Parameters<ToolEndpointHandler["dispatch"]>[1],
+    ): Promise<readonly ToolEnvelope[]> {
+      const messages = await super.dispatch(envelope, options);
+      await delay(1);
+      return messages;
+    }
+  }
+  for (let hops = 0; hops < 12; hops++) {
+    class RacingProvider extends StartProvider {
+      emitted: Promise<void> | undefined;
+      override start(
+        _request: ToolRequest,
+        _context: ToolContext,
+        events: ToolEventEmitter,
+      ): Promise<ToolAccepted> {
+        let chain = Promise.resolve();
+        for (let i = 0; i < hops; i++) chain = chain.then(() => {});
+        this.emitted = chain.then(() => events.emit(new ToolEvent({ type: "heartbeat" })));
+        return Promise.resolve(new ToolAccepted());
+      }
+    }
+    const provider = new RacingProvider();
+    const handler = new SlowReturningHandler(descriptor("motion.arm", "move", "action"), {
+      endpointInstanceId: "instance-1",
+      operations: { move: provider },
+    });
+    const { published, sink } = collectingSink();
+    await binding(handler, { eventSink: sink }).dispatchInput(
+      toolEnvelopeToMessage(actionSetup().invoke),
+    );
+    await provider.emitted;
+    assertEquals(
+      published.map((envelope) => envelope.messageType),
+      ["tool.invoke.response", "tool.event"],
+      `after ${hops} microtask turns`,
+    );
+  }
+});
