@@ -412,17 +412,42 @@ Deno.test("float tokens are not range-checked but must be finite", () => {
   );
 });
 
-Deno.test("documented divergence: integral float tokens beyond 2^53 decode but do not re-encode", () => {
-  // Python keeps 1e300 a float and writes it back with repr(); a JavaScript number cannot carry
-  // the float/integer distinction, and this package treats every integral number as an integer
-  // on the way out. Decoding follows the reference (the token is a float, so it is accepted).
-  for (const token of ["9007199254740993.0", "1.5e300", "1e300", "-1e20"]) {
+Deno.test("a decoded envelope with large float tokens re-encodes as the reference does", () => {
+  // Python keeps these values floats and writes them back with repr(). Float tokens that could be
+  // integral beyond 2^53 take the exact parser, whose payload is canonical (frozen, checked), so
+  // the encoder writes them back as floats too.
+  const cases: [string, string][] = [
+    ["9007199254740993.0", "9007199254740992.0"],
+    ["1.5e300", "1.5e+300"],
+    ["1e300", "1e+300"],
+    ["-1e20", "-1e+20"],
+  ];
+  for (const [token, written] of cases) {
     const envelope = decodeEnvelope(eventText(`{"v":${token}}`));
-    assertProtocolError(() => encodeEnvelope(envelope), CODES.INVALID_PAYLOAD, {
-      path: "payload.data.v",
-      message: "integer exceeds interoperable range ±9007199254740991",
-    });
+    const encoded = text(encodeEnvelope(envelope));
+    assert(
+      encoded.includes(`"data":{"v":${written}}`),
+      `${token} re-encodes as ${written}: ${encoded}`,
+    );
   }
+});
+
+Deno.test("a constructed payload's integral number beyond 2^53 is an integer out of range", () => {
+  // A JavaScript number carries no float/integer distinction: built by hand, 1e300 is integral.
+  assertProtocolError(
+    () =>
+      new ToolEnvelope({
+        messageType: "tool.event",
+        invocationId: "invocation-1",
+        attemptId: "attempt-1",
+        endpointId: "vision.yolo",
+        operation: "detect",
+        sequence: 0,
+        payload: { type: "progress", data: { v: 1e300 } },
+      }),
+    CODES.INVALID_PAYLOAD,
+    { path: "payload.data.v", message: "integer exceeds interoperable range ±9007199254740991" },
+  );
 });
 
 Deno.test("-0 decodes to 0", () => {

@@ -150,12 +150,169 @@ function typeName(value: unknown): string {
   return typeof value;
 }
 
+/** Compares two strings by Unicode code point (JavaScript's default compares UTF-16 units). */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Units at or above U+D800 are where UTF-16 order and code point order disagree.
+    if (x >= 0xd800 && y >= 0xd800) {
+      const xs = x <= 0xdfff;
+      const ys = y <= 0xdfff;
+      if (xs !== ys) return xs ? 1 : -1;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** True when `keys` are already in code point order. */
+export function keysInOrder(keys: readonly string[]): boolean {
+  for (let k = 1; k < keys.length; k++) {
+    if (compareCodePoints(keys[k - 1], keys[k]) > 0) return false;
+  }
+  return true;
+}
+
+/** The keys of `object` in code point order. */
+export function sortedKeys(object: object): string[] {
+  const keys = Object.keys(object);
+  if (keysInOrder(keys)) return keys;
+  for (const key of keys) {
+    for (let i = 0; i < key.length; i++) {
+      if (key.charCodeAt(i) >= 0xd800) return keys.sort(compareCodePoints);
+    }
+  }
+  return keys.sort();
+}
+
+/** True for an object key that engines order numerically before other keys ("0", "17"). */
+export function isArrayIndex(key: string): boolean {
+  const c = key.charCodeAt(0);
+  if (c < 0x30 || c > 0x39) return false;
+  return /^(?:0|[1-9][0-9]{0,9})$/.test(key) && Number(key) < 4294967295;
+}
+
+// Canonical JSON: values copied by copyJson are deeply frozen, their objects hold their keys in
+// code point order, and they passed every interoperable JSON rule. The root of every copy is
+// remembered with its height (the deepest nesting below it) and whether `JSON.stringify` would
+// write it differently from the Wire (a number below 1e-4, or an array-index key, which engines
+// order numerically), packed as `height * 2 + flag`, so a later copy or the encoder can take it as
+// it is wherever it still fits within the depth bound.
+const canonical = new WeakMap<object, number>();
+
 /**
- * Copies `value` into a deeply frozen JSON value, enforcing the interoperable JSON rules: depth
- * at most 64 (the value itself is depth `depth`), strings and keys without lone surrogates,
- * integers within ±(2^53 − 1) (an integral `number` beyond that range, or such a `bigint`, is an
- * integer out of range), finite numbers, and only null, booleans, numbers, bigints, strings,
- * arrays, plain objects and `Map`s with string keys. A `"__proto__"` key stays plain data.
+ * The height of a canonical JSON value (see {@linkcode copyJson}) — how deep its nesting goes
+ * below it — or `undefined` when `value` is not one.
+ */
+export function canonicalHeight(value: unknown): number | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const packed = canonical.get(value);
+  return packed === undefined ? undefined : packed >> 1;
+}
+
+/** True when a canonical value holds something `JSON.stringify` writes differently. */
+export function canonicalNeedsWriter(value: object): boolean {
+  return ((canonical.get(value) ?? 1) & 1) === 1;
+}
+
+// The height and writer flag of the value copy() returned last (no pair allocated per node).
+let copiedHeight = 0;
+let copiedFlag = 0;
+
+function copy(
+  value: unknown,
+  path: string,
+  report: JsonFaultReporter,
+  depth: number,
+  integers: boolean,
+): JsonValue {
+  if (depth > MAX_JSON_DEPTH) throw report("depth", path, "");
+  copiedHeight = 0;
+  copiedFlag = 0;
+  switch (typeof value) {
+    case "string":
+      if (hasLoneSurrogate(value)) throw report("surrogate", path, "");
+      return value;
+    case "boolean":
+      return value;
+    case "number":
+      if (!Number.isFinite(value)) throw report("finite", path, "");
+      if (Number.isInteger(value)) {
+        if (Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
+          if (integers) throw report("integer", path, "");
+          copiedFlag = 1; // A float token kept by the decoder: the Wire writes it as a float.
+        }
+      } else if (Math.abs(value) < 1e-4) {
+        copiedFlag = 1;
+      }
+      return value;
+    case "bigint":
+      if (value > BigInt(MAX_SAFE_JSON_INTEGER) || value < -BigInt(MAX_SAFE_JSON_INTEGER)) {
+        throw report("integer", path, "");
+      }
+      return Number(value);
+    case "object": {
+      if (value === null) return null;
+      const known = canonical.get(value);
+      if (known !== undefined && depth + (known >> 1) <= MAX_JSON_DEPTH) {
+        copiedHeight = known >> 1;
+        copiedFlag = known & 1;
+        return value as JsonValue;
+      }
+      let height = 0;
+      let flag = 0;
+      if (Array.isArray(value)) {
+        const out = new Array<JsonValue>(value.length);
+        for (let i = 0; i < value.length; i++) {
+          out[i] = copy(value[i], `${path}[${i}]`, report, depth + 1, integers);
+          if (copiedHeight + 1 > height) height = copiedHeight + 1;
+          flag |= copiedFlag;
+        }
+        copiedHeight = height;
+        copiedFlag = flag;
+        return Object.freeze(out);
+      }
+      let entries: [string, unknown][];
+      if (value instanceof Map) {
+        entries = [];
+        for (const [key, item] of value) {
+          if (typeof key !== "string") throw report("key-type", path, "");
+          entries.push([key, item]);
+        }
+        entries.sort((x, y) => compareCodePoints(x[0], y[0]));
+      } else if (isPlainObject(value)) {
+        entries = sortedKeys(value).map((key) => [key, value[key]]);
+      } else {
+        throw report("unsupported", path, typeName(value));
+      }
+      const out: Record<string, unknown> = {};
+      for (const [key, item] of entries) {
+        if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
+        if (isArrayIndex(key)) flag = 1;
+        setOwn(out, key, copy(item, `${path}.${key}`, report, depth + 1, integers));
+        if (copiedHeight + 1 > height) height = copiedHeight + 1;
+        flag |= copiedFlag;
+      }
+      copiedHeight = height;
+      copiedFlag = flag;
+      return Object.freeze(out) as JsonObject;
+    }
+    default:
+      throw report("unsupported", path, typeName(value));
+  }
+}
+
+/**
+ * Copies `value` into a canonical JSON value: deeply frozen, every object's keys inserted in
+ * Unicode code point order (the order the Wire writes them), and every interoperable JSON rule
+ * enforced: depth at most 64 (the value itself is depth `depth`), strings and keys without lone
+ * surrogates, integers within ±(2^53 − 1) (an integral `number` beyond that range, or such a
+ * `bigint`, is an integer out of range), finite numbers, and only null, booleans, numbers,
+ * bigints, strings, arrays, plain objects and `Map`s with string keys. A `"__proto__"` key stays
+ * plain data. A canonical value met again (a field taken from another model) is used as it is.
  * `integers = false` skips the integer range check, for values whose integer tokens the strict
  * decoder already checked (a float token such as `1e300` is not an integer there).
  */
@@ -166,54 +323,11 @@ export function copyJson(
   depth = 0,
   integers = true,
 ): JsonValue {
-  if (depth > MAX_JSON_DEPTH) throw report("depth", path, "");
-  switch (typeof value) {
-    case "string":
-      if (hasLoneSurrogate(value)) throw report("surrogate", path, "");
-      return value;
-    case "boolean":
-      return value;
-    case "number":
-      if (!Number.isFinite(value)) throw report("finite", path, "");
-      if (integers && Number.isInteger(value) && Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
-        throw report("integer", path, "");
-      }
-      return value;
-    case "bigint":
-      if (value > BigInt(MAX_SAFE_JSON_INTEGER) || value < -BigInt(MAX_SAFE_JSON_INTEGER)) {
-        throw report("integer", path, "");
-      }
-      return Number(value);
-    case "object":
-      if (value === null) return null;
-      if (Array.isArray(value)) {
-        const out = new Array<JsonValue>(value.length);
-        for (let i = 0; i < value.length; i++) {
-          out[i] = copyJson(value[i], `${path}[${i}]`, report, depth + 1, integers);
-        }
-        return Object.freeze(out);
-      }
-      if (value instanceof Map) {
-        const out: Record<string, unknown> = {};
-        for (const [key, item] of value) {
-          if (typeof key !== "string") throw report("key-type", path, "");
-          if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
-          setOwn(out, key, copyJson(item, `${path}.${key}`, report, depth + 1, integers));
-        }
-        return Object.freeze(out) as JsonObject;
-      }
-      if (isPlainObject(value)) {
-        const out: Record<string, unknown> = {};
-        for (const key of Object.keys(value)) {
-          if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
-          setOwn(out, key, copyJson(value[key], `${path}.${key}`, report, depth + 1, integers));
-        }
-        return Object.freeze(out) as JsonObject;
-      }
-      throw report("unsupported", path, typeName(value));
-    default:
-      throw report("unsupported", path, typeName(value));
+  const out = copy(value, path, report, depth, integers);
+  if (typeof out === "object" && out !== null && !canonical.has(out)) {
+    canonical.set(out, copiedHeight * 2 + copiedFlag);
   }
+  return out;
 }
 
 /**

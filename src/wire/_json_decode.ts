@@ -180,7 +180,7 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
 /**
  * Skips one number token starting at `i` and returns the index after it, or -1 when the token
  * needs the exact path: an integer of 16 or more digits (it may exceed ±(2^53 − 1)), `-0`, or a
- * float whose exponent or length could overflow to infinity.
+ * float with an exponent or 16 or more integer digits.
  */
 function scanNumber(bytes: Uint8Array, i: number, end: number): number {
   const negative = bytes[i] === 0x2d;
@@ -198,18 +198,18 @@ function scanNumber(bytes: Uint8Array, i: number, end: number): number {
     if (negative && digits === 1 && bytes[first] === 0x30) return -1;
     return j;
   }
-  // A float token: fraction and exponent.
-  let exponentDigits = 0;
-  let inExponent = false;
+  // A float token. One with an exponent, or with 16 or more integer digits, may be integral
+  // beyond ±(2^53 − 1) or overflow: the exact path keeps such values as floats (a canonical,
+  // frozen payload re-encodes them as the reference does).
+  if (next !== 0x2e || digits >= 16) return -1;
+  j++;
   while (j < end) {
     const d = bytes[j];
-    if (d >= 0x30 && d <= 0x39) {
-      if (inExponent) exponentDigits++;
-    } else if (d === 0x65 || d === 0x45) inExponent = true;
-    else if (d !== 0x2e && d !== 0x2b && d !== 0x2d) break;
+    if (d < 0x30 || d > 0x39) break;
     j++;
   }
-  return exponentDigits > 2 || j - i > 300 ? -1 : j;
+  const after = j < end ? bytes[j] : 0;
+  return after === 0x65 || after === 0x45 ? -1 : j;
 }
 
 /** True when the fast path applies to `bytes[start, end)` (see the module documentation). */

@@ -7,12 +7,19 @@
  */
 import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
 import {
+  canonicalHeight,
+  canonicalNeedsWriter,
   hasLoneSurrogate,
+  isArrayIndex,
   isPlainObject,
   type JsonFault,
+  keysInOrder,
   setOwn,
+  sortedKeys,
   wireFaults,
 } from "../endpoint/_json.ts";
+
+export { compareCodePoints, sortedKeys } from "../endpoint/_json.ts";
 import { formatPythonFloat } from "./_repr.ts";
 
 // Path segments of the value being written, kept only to name a failing value.
@@ -27,40 +34,6 @@ function fault(kind: JsonFault, depth: number, root: string, detail = ""): Error
   return wireFaults(kind, path, detail);
 }
 
-/** Compares two strings by Unicode code point (JavaScript's default compares UTF-16 units). */
-export function compareCodePoints(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    // Units at or above U+D800 are where UTF-16 order and code point order disagree.
-    if (x >= 0xd800 && y >= 0xd800) {
-      const xs = x <= 0xdfff;
-      const ys = y <= 0xdfff;
-      if (xs !== ys) return xs ? 1 : -1;
-    }
-    return x - y;
-  }
-  return a.length - b.length;
-}
-
-/** The keys of `object` in code point order. */
-export function sortedKeys(object: object): string[] {
-  const keys = Object.keys(object);
-  let wide = false;
-  for (let k = 0; k < keys.length && !wide; k++) {
-    const key = keys[k];
-    for (let i = 0; i < key.length; i++) {
-      if (key.charCodeAt(i) >= 0xd800) {
-        wide = true;
-        break;
-      }
-    }
-  }
-  return wide ? keys.sort(compareCodePoints) : keys.sort();
-}
-
 /** Formats a finite JSON number: integers as integers, other numbers as Python floats. */
 export function formatNumber(value: number): string {
   return Number.isInteger(value) && Math.abs(value) <= MAX_SAFE_JSON_INTEGER
@@ -73,7 +46,11 @@ export function quoteString(value: string): string {
   return JSON.stringify(value);
 }
 
-function write(value: unknown, depth: number, root: string): string {
+/**
+ * The hand-written writer (see `needsWriter`). Inside a canonical value (`checked`), an integral
+ * number beyond ±(2^53 − 1) is a float the strict decoder kept, written as Python writes floats.
+ */
+function write(value: unknown, depth: number, root: string, checked = false): string {
   if (depth > MAX_JSON_DEPTH) throw fault("depth", depth, root);
   switch (typeof value) {
     case "string":
@@ -81,7 +58,7 @@ function write(value: unknown, depth: number, root: string): string {
       return JSON.stringify(value);
     case "number":
       if (!Number.isFinite(value)) throw fault("finite", depth, root);
-      if (Number.isInteger(value) && Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
+      if (!checked && Number.isInteger(value) && Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
         throw fault("integer", depth, root);
       }
       return formatNumber(value);
@@ -89,12 +66,13 @@ function write(value: unknown, depth: number, root: string): string {
       return value ? "true" : "false";
     case "object": {
       if (value === null) return "null";
+      if (!checked && canonicalHeight(value) !== undefined) checked = true;
       if (Array.isArray(value)) {
         if (value.length === 0) return "[]";
         let out = "[";
         for (let i = 0; i < value.length; i++) {
           pathKeys[depth + 1] = i;
-          out += (i === 0 ? "" : ",") + write(value[i], depth + 1, root);
+          out += (i === 0 ? "" : ",") + write(value[i], depth + 1, root, checked);
         }
         return out + "]";
       }
@@ -107,7 +85,7 @@ function write(value: unknown, depth: number, root: string): string {
           if (hasLoneSurrogate(key)) throw fault("key-surrogate", depth, root);
           pathKeys[depth + 1] = key;
           out += (k === 0 ? "" : ",") + JSON.stringify(key) + ":" +
-            write(value[key], depth + 1, root);
+            write(value[key], depth + 1, root, checked);
         }
         return out + "}";
       }
@@ -124,19 +102,6 @@ function write(value: unknown, depth: number, root: string): string {
 // number below 1e-4 (Python's float repr switches to exponent form earlier), or an object key
 // that is an array index (engines order such keys numerically, not by insertion).
 let needsWriter = false;
-
-function isArrayIndex(key: string): boolean {
-  const c = key.charCodeAt(0);
-  if (c < 0x30 || c > 0x39) return false;
-  return /^(?:0|[1-9][0-9]{0,9})$/.test(key) && Number(key) < 4294967295;
-}
-
-function keysInOrder(keys: string[]): boolean {
-  for (let k = 1; k < keys.length; k++) {
-    if (compareCodePoints(keys[k - 1], keys[k]) > 0) return false;
-  }
-  return true;
-}
 
 /**
  * Checks a value with the Wire's JSON rules and returns it ready for `JSON.stringify`: the value
@@ -161,6 +126,12 @@ function prepare(value: unknown, depth: number, root: string): unknown {
       return value;
     case "object": {
       if (value === null) return null;
+      // A canonical value (frozen, sorted, checked when it was copied) needs no second look.
+      const height = canonicalHeight(value);
+      if (height !== undefined && depth + height <= MAX_JSON_DEPTH) {
+        if (canonicalNeedsWriter(value)) needsWriter = true;
+        return value;
+      }
       if (Array.isArray(value)) {
         let out: unknown[] | undefined;
         for (let i = 0; i < value.length; i++) {

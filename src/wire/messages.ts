@@ -11,6 +11,7 @@
 import { TOOL_ENDPOINT_PROTOCOL, type ToolControlCommand } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import {
+  canonicalHeight,
   copyJson,
   isAdoptingJson,
   isBlank,
@@ -60,6 +61,16 @@ function objectAt(value: unknown, path: string): Record<string, unknown> {
 /** Normalizes then requires an object: the entry of every public decoder. */
 function rootObject(value: unknown, path: string): Record<string, unknown> {
   return objectAt(normalized(value, path), path);
+}
+
+/**
+ * Runs a decoder over a normalized value. A canonical value (deeply frozen, see `copyJson`) can
+ * be shared: the models built from it adopt its members instead of copying them.
+ */
+function decoding<T>(value: unknown, build: () => T): T {
+  return !isAdoptingJson() && canonicalHeight(value) !== undefined
+    ? withAdoptedJson(build)
+    : build();
 }
 
 /** Checks an object's field set: unknown fields first, then missing ones. */
@@ -130,7 +141,8 @@ function readToolError(value: unknown, path: string): ToolError {
 
 /** Decodes a {@linkcode ToolError} object found at `path` (default `payload.error`). */
 export function toolErrorFromPayload(value: unknown, path = "payload.error"): ToolError {
-  return readToolError(normalized(value, path), path);
+  const object = normalized(value, path);
+  return decoding(object, () => readToolError(object, path));
 }
 
 /** The payload form of a {@linkcode ToolResult}: `{status, outputs}` and `error` when failed. */
@@ -159,7 +171,8 @@ function readToolResult(value: unknown, path: string): ToolResult {
 
 /** Decodes a {@linkcode ToolResult} object found at `path` (default `payload.result`). */
 export function toolResultFromPayload(value: unknown, path = "payload.result"): ToolResult {
-  return readToolResult(normalized(value, path), path);
+  const object = normalized(value, path);
+  return decoding(object, () => readToolResult(object, path));
 }
 
 /** The payload form of a {@linkcode ToolExecutionStatus}: `{phase, details}` and `error`. */
@@ -193,7 +206,8 @@ export function executionStatusFromPayload(
   value: unknown,
   path = "payload.status",
 ): ToolExecutionStatus {
-  return readExecutionStatus(normalized(value, path), path);
+  const object = normalized(value, path);
+  return decoding(object, () => readExecutionStatus(object, path));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,34 +249,37 @@ export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequest
   if (!(envelope instanceof ToolEnvelope) || envelope.messageType !== "tool.invoke.request") {
     throw new RangeError("envelope must be tool.invoke.request");
   }
-  // An envelope's payload is already normalized; the models copy what they keep.
+  // An envelope's payload is already normalized: canonical (frozen) payloads are shared, others
+  // are copied by the models.
   const payload = objectAt(envelope.payload, "payload");
-  closedFields(payload, "payload", ["arguments", "context"]);
-  const args = objectAt(payload.arguments, "payload.arguments");
-  const context = objectAt(payload.context, "payload.context");
-  closedFields(
-    context,
-    "payload.context",
-    ["tool_id", "implementation_id", "metadata"],
-    ["caller_id", "deadline_ms"],
-  );
-  const metadata = objectAt(context.metadata, "payload.context.metadata");
-  const request = construct("payload.arguments", () => new ToolRequest({ arguments: args }));
-  const toolContext = construct("payload.context", () =>
-    new ToolContext({
-      executionKey: new ToolExecutionKey({
-        invocationId: envelope.invocationId!,
-        attemptId: envelope.attemptId!,
-      }),
-      toolId: context.tool_id as string,
-      implementationId: context.implementation_id as string,
-      endpointId: envelope.endpointId,
-      operation: envelope.operation!,
-      callerId: (context.caller_id ?? undefined) as string | undefined,
-      deadlineMs: (context.deadline_ms ?? undefined) as number | undefined,
-      metadata,
-    }));
-  return { request, context: toolContext };
+  return decoding(payload, () => {
+    closedFields(payload, "payload", ["arguments", "context"]);
+    const args = objectAt(payload.arguments, "payload.arguments");
+    const context = objectAt(payload.context, "payload.context");
+    closedFields(
+      context,
+      "payload.context",
+      ["tool_id", "implementation_id", "metadata"],
+      ["caller_id", "deadline_ms"],
+    );
+    const metadata = objectAt(context.metadata, "payload.context.metadata");
+    const request = construct("payload.arguments", () => new ToolRequest({ arguments: args }));
+    const toolContext = construct("payload.context", () =>
+      new ToolContext({
+        executionKey: new ToolExecutionKey({
+          invocationId: envelope.invocationId!,
+          attemptId: envelope.attemptId!,
+        }),
+        toolId: context.tool_id as string,
+        implementationId: context.implementation_id as string,
+        endpointId: envelope.endpointId,
+        operation: envelope.operation!,
+        callerId: (context.caller_id ?? undefined) as string | undefined,
+        deadlineMs: (context.deadline_ms ?? undefined) as number | undefined,
+        metadata,
+      }));
+    return { request, context: toolContext };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,23 +309,25 @@ export function invokeResponseToPayload(response: InvokeResponse): JsonObject {
 /** Decodes the payload of `tool.invoke.response`. */
 export function invokeResponseFromPayload(payload: unknown): InvokeResponse {
   const object = rootObject(payload, "payload");
-  switch (object.outcome) {
-    case "completed":
-      closedFields(object, "payload", ["outcome", "result"]);
-      return readToolResult(object.result, "payload.result");
-    case "accepted": {
-      closedFields(object, "payload", ["outcome", "accepted"]);
-      const accepted = objectAt(object.accepted, "payload.accepted");
-      closedFields(accepted, "payload.accepted", ["details"]);
-      const details = objectAt(accepted.details, "payload.accepted.details");
-      return construct("payload.accepted", () => new ToolAccepted({ details }));
+  return decoding(object, () => {
+    switch (object.outcome) {
+      case "completed":
+        closedFields(object, "payload", ["outcome", "result"]);
+        return readToolResult(object.result, "payload.result");
+      case "accepted": {
+        closedFields(object, "payload", ["outcome", "accepted"]);
+        const accepted = objectAt(object.accepted, "payload.accepted");
+        closedFields(accepted, "payload.accepted", ["details"]);
+        const details = objectAt(accepted.details, "payload.accepted.details");
+        return construct("payload.accepted", () => new ToolAccepted({ details }));
+      }
+      case "rejected":
+        closedFields(object, "payload", ["outcome", "error"]);
+        return readToolError(object.error, "payload.error");
+      default:
+        throw invalidPayload("outcome must be completed, accepted, or rejected", "payload.outcome");
     }
-    case "rejected":
-      closedFields(object, "payload", ["outcome", "error"]);
-      return readToolError(object.error, "payload.error");
-    default:
-      throw invalidPayload("outcome must be completed, accepted, or rejected", "payload.outcome");
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,8 +341,10 @@ export function statusResponseToPayload(status: ToolExecutionStatus): JsonObject
 /** Decodes the payload of `tool.status.response`. */
 export function statusResponseFromPayload(payload: unknown): ToolExecutionStatus {
   const object = rootObject(payload, "payload");
-  closedFields(object, "payload", ["status"]);
-  return readExecutionStatus(object.status, "payload.status");
+  return decoding(object, () => {
+    closedFields(object, "payload", ["status"]);
+    return readExecutionStatus(object.status, "payload.status");
+  });
 }
 
 /** The payload of `tool.result.response`: `{status}` and `result` when available. */
@@ -339,19 +360,21 @@ export function resultResponseToPayload(response: ToolResultResponse): JsonObjec
 /** Decodes the payload of `tool.result.response`. */
 export function resultResponseFromPayload(payload: unknown): ToolResultResponse {
   const object = rootObject(payload, "payload");
-  closedFields(object, "payload", ["status"], ["result"]);
-  const result = has(object, "result")
-    ? readToolResult(object.result, "payload.result")
-    : undefined;
-  return construct(
-    "payload",
-    () =>
-      new ToolResultResponse(
-        { status: object.status, result } as ConstructorParameters<
-          typeof ToolResultResponse
-        >[0],
-      ),
-  );
+  return decoding(object, () => {
+    closedFields(object, "payload", ["status"], ["result"]);
+    const result = has(object, "result")
+      ? readToolResult(object.result, "payload.result")
+      : undefined;
+    return construct(
+      "payload",
+      () =>
+        new ToolResultResponse(
+          { status: object.status, result } as ConstructorParameters<
+            typeof ToolResultResponse
+          >[0],
+        ),
+    );
+  });
 }
 
 /** The payload of `tool.error`: `{error}`. */
@@ -362,8 +385,10 @@ export function errorToPayload(error: ToolError): JsonObject {
 /** Decodes the payload of `tool.error`. */
 export function errorFromPayload(payload: unknown): ToolError {
   const object = rootObject(payload, "payload");
-  closedFields(object, "payload", ["error"]);
-  return readToolError(object.error, "payload.error");
+  return decoding(object, () => {
+    closedFields(object, "payload", ["error"]);
+    return readToolError(object.error, "payload.error");
+  });
 }
 
 /** The command and optional reason of a `tool.control.request`. */
@@ -389,17 +414,19 @@ export function controlRequestToPayload(command: ToolControlCommand, reason?: st
 /** Decodes the payload of `tool.control.request`. */
 export function controlRequestFromPayload(payload: unknown): ControlRequest {
   const object = rootObject(payload, "payload");
-  closedFields(object, "payload", ["command"], ["reason"]);
-  const command = object.command;
-  if (command !== "cancel" && command !== "stop") {
-    throw invalidPayload("command must be cancel or stop", "payload.command");
-  }
-  const reason = object.reason;
-  if (reason === undefined || reason === null) return { command, reason: undefined };
-  if (typeof reason !== "string" || isBlank(reason)) {
-    throw invalidPayload("must be a non-empty string", "payload.reason");
-  }
-  return { command, reason };
+  return decoding(object, () => {
+    closedFields(object, "payload", ["command"], ["reason"]);
+    const command = object.command;
+    if (command !== "cancel" && command !== "stop") {
+      throw invalidPayload("command must be cancel or stop", "payload.command");
+    }
+    const reason = object.reason;
+    if (reason === undefined || reason === null) return { command, reason: undefined };
+    if (typeof reason !== "string" || isBlank(reason)) {
+      throw invalidPayload("must be a non-empty string", "payload.reason");
+    }
+    return { command, reason };
+  });
 }
 
 /** The payload of `tool.control.response`: `{response: {command, status, details, error?}}`. */
@@ -419,19 +446,21 @@ export function controlResponseToPayload(response: ToolControlResponse): JsonObj
 /** Decodes the payload of `tool.control.response`. */
 export function controlResponseFromPayload(payload: unknown): ToolControlResponse {
   const object = rootObject(payload, "payload");
-  closedFields(object, "payload", ["response"]);
-  const inner = objectAt(object.response, "payload.response");
-  closedFields(inner, "payload.response", ["command", "status", "details"], ["error"]);
-  const error = has(inner, "error")
-    ? readToolError(inner.error, "payload.response.error")
-    : undefined;
-  const details = objectAt(inner.details, "payload.response.details");
-  return construct("payload.response", () =>
-    new ToolControlResponse(
-      { command: inner.command, status: inner.status, error, details } as ConstructorParameters<
-        typeof ToolControlResponse
-      >[0],
-    ));
+  return decoding(object, () => {
+    closedFields(object, "payload", ["response"]);
+    const inner = objectAt(object.response, "payload.response");
+    closedFields(inner, "payload.response", ["command", "status", "details"], ["error"]);
+    const error = has(inner, "error")
+      ? readToolError(inner.error, "payload.response.error")
+      : undefined;
+    const details = objectAt(inner.details, "payload.response.details");
+    return construct("payload.response", () =>
+      new ToolControlResponse(
+        { command: inner.command, status: inner.status, error, details } as ConstructorParameters<
+          typeof ToolControlResponse
+        >[0],
+      ));
+  });
 }
 
 /** The payload of `tool.event`: `{type, data}` (the sequence lives in the envelope). */
@@ -443,12 +472,15 @@ export function eventToPayload(event: ToolEvent): JsonObject {
 /** Decodes the payload of `tool.event`. */
 export function eventFromPayload(payload: unknown): ToolEvent {
   const object = rootObject(payload, "payload");
-  closedFields(object, "payload", ["type", "data"]);
-  const data = objectAt(object.data, "payload.data");
-  return construct(
-    "payload",
-    () => new ToolEvent({ type: object.type, data } as ConstructorParameters<typeof ToolEvent>[0]),
-  );
+  return decoding(object, () => {
+    closedFields(object, "payload", ["type", "data"]);
+    const data = objectAt(object.data, "payload.data");
+    return construct(
+      "payload",
+      () =>
+        new ToolEvent({ type: object.type, data } as ConstructorParameters<typeof ToolEvent>[0]),
+    );
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,19 +504,21 @@ export function endpointStatusFromEnvelope(envelope: ToolEnvelope): EndpointStat
     throw new RangeError("envelope must be endpoint.status");
   }
   const object = objectAt(envelope.payload, "payload");
-  closedFields(object, "payload", ["status"]);
-  const inner = objectAt(object.status, "payload.status");
-  closedFields(inner, "payload.status", ["state", "active_invocations", "details"]);
-  const details = objectAt(inner.details, "payload.status.details");
-  return construct("payload.status", () =>
-    new EndpointStatus(
-      {
-        endpointId: envelope.endpointId,
-        state: inner.state,
-        activeInvocations: inner.active_invocations,
-        details,
-      } as ConstructorParameters<typeof EndpointStatus>[0],
-    ));
+  return decoding(object, () => {
+    closedFields(object, "payload", ["status"]);
+    const inner = objectAt(object.status, "payload.status");
+    closedFields(inner, "payload.status", ["state", "active_invocations", "details"]);
+    const details = objectAt(inner.details, "payload.status.details");
+    return construct("payload.status", () =>
+      new EndpointStatus(
+        {
+          endpointId: envelope.endpointId,
+          state: inner.state,
+          activeInvocations: inner.active_invocations,
+          details,
+        } as ConstructorParameters<typeof EndpointStatus>[0],
+      ));
+  });
 }
 
 /**
@@ -508,28 +542,30 @@ export function endpointRegistryResponseToPayload(response: EndpointRegistryResp
 /** Decodes the payload of `endpoint.registry.response`. */
 export function endpointRegistryResponseFromPayload(payload: unknown): EndpointRegistryResponse {
   const object = rootObject(payload, "payload");
-  closedFields(
-    object,
-    "payload",
-    ["operation", "status", "registry_revision"],
-    ["lease_ttl_ms", "error"],
-  );
-  for (const field of ["lease_ttl_ms", "error"]) {
-    if (has(object, field) && object[field] === null) {
-      throw invalidPayload("must be omitted rather than null", `payload.${field}`);
+  return decoding(object, () => {
+    closedFields(
+      object,
+      "payload",
+      ["operation", "status", "registry_revision"],
+      ["lease_ttl_ms", "error"],
+    );
+    for (const field of ["lease_ttl_ms", "error"]) {
+      if (has(object, field) && object[field] === null) {
+        throw invalidPayload("must be omitted rather than null", `payload.${field}`);
+      }
     }
-  }
-  const error = has(object, "error") ? readToolError(object.error, "payload.error") : undefined;
-  return construct("payload", () =>
-    new EndpointRegistryResponse(
-      {
-        operation: object.operation,
-        status: object.status,
-        registryRevision: object.registry_revision,
-        leaseTtlMs: object.lease_ttl_ms,
-        error,
-      } as ConstructorParameters<typeof EndpointRegistryResponse>[0],
-    ));
+    const error = has(object, "error") ? readToolError(object.error, "payload.error") : undefined;
+    return construct("payload", () =>
+      new EndpointRegistryResponse(
+        {
+          operation: object.operation,
+          status: object.status,
+          registryRevision: object.registry_revision,
+          leaseTtlMs: object.lease_ttl_ms,
+          error,
+        } as ConstructorParameters<typeof EndpointRegistryResponse>[0],
+      ));
+  });
 }
 
 /**
