@@ -4,7 +4,7 @@
  * @module
  */
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { pairedResponseType, ToolEnvelope } from "./envelope.ts";
+import { pairedResponseType, registryOperationOf, ToolEnvelope } from "./envelope.ts";
 import {
   controlRequestFromPayload,
   controlResponseFromPayload,
@@ -63,11 +63,7 @@ export function validateManagementResponseCorrelation(
 ): void {
   if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
   if (!(response instanceof ToolEnvelope)) throw new TypeError("response must be a ToolEnvelope");
-  const operation = request.messageType === "endpoint.register"
-    ? "register"
-    : request.messageType === "endpoint.unregister"
-    ? "unregister"
-    : undefined;
+  const operation = registryOperationOf(request.messageType);
   if (operation === undefined) {
     throw new RangeError("request envelope has no paired Registry response type");
   }

@@ -281,3 +281,12 @@ const RESPONSE_OF: Readonly<Record<string, ToolMessageType>> = {
 export function pairedResponseType(messageType: string): ToolMessageType | undefined {
   return Object.hasOwn(RESPONSE_OF, messageType) ? RESPONSE_OF[messageType] : undefined;
 }
+
+/** The Registry operation a management request asks for, or `undefined` for other types. */
+export function registryOperationOf(messageType: string): "register" | "unregister" | undefined {
+  return messageType === "endpoint.register"
+    ? "register"
+    : messageType === "endpoint.unregister"
+    ? "unregister"
+    : undefined;
+}

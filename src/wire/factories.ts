@@ -20,7 +20,7 @@ import {
   type ToolResultResponse,
 } from "../endpoint/models.ts";
 import type { JsonObject } from "../endpoint/_json.ts";
-import { pairedResponseType, ToolEnvelope } from "./envelope.ts";
+import { pairedResponseType, registryOperationOf, ToolEnvelope } from "./envelope.ts";
 import {
   controlRequestToPayload,
   controlResponseToPayload,
@@ -348,11 +348,7 @@ export function makeEndpointRegistryResponseEnvelope(
 ): ToolEnvelope {
   const payload = endpointRegistryResponseToPayload(response);
   if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
-  const operation = request.messageType === "endpoint.register"
-    ? "register"
-    : request.messageType === "endpoint.unregister"
-    ? "unregister"
-    : undefined;
+  const operation = registryOperationOf(request.messageType);
   if (operation === undefined) {
     throw new RangeError("request envelope has no paired Registry response");
   }
