@@ -241,9 +241,10 @@ function copy(
     case "number":
       if (!Number.isFinite(value)) throw report("finite", path, "");
       if (Number.isInteger(value)) {
-        if (Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
+        if (Math.abs(value) > MAX_SAFE_JSON_INTEGER || (!integers && Object.is(value, -0))) {
           if (integers) throw report("integer", path, "");
-          copiedFlag = 1; // A float token kept by the decoder: the Wire writes it as a float.
+          // A float token kept by the decoder (1e300, -0.0): the Wire writes it as a float.
+          copiedFlag = 1;
         }
       } else if (Math.abs(value) < 1e-4) {
         copiedFlag = 1;

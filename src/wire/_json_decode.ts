@@ -193,9 +193,10 @@ function scanNumber(bytes: Uint8Array, i: number, end: number): number {
   }
   const digits = j - first;
   const next = j < end ? bytes[j] : 0;
+  // "-0", "-0.0", "-0.000": a negative zero the exact path keeps (the Wire writes "-0.0").
+  if (negative && bytes[first] === 0x30) return -1;
   if (next !== 0x2e && next !== 0x65 && next !== 0x45) {
     if (digits >= 16) return -1;
-    if (negative && digits === 1 && bytes[first] === 0x30) return -1;
     return j;
   }
   // A float token. One with an exponent, or with 16 or more integer digits, may be integral

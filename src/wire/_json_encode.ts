@@ -61,7 +61,8 @@ function write(value: unknown, depth: number, root: string, checked = false): st
       if (!checked && Number.isInteger(value) && Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
         throw fault("integer", depth, root);
       }
-      return formatNumber(value);
+      // Inside a canonical value -0 can only come from a float token such as -0.0.
+      return checked && Object.is(value, -0) ? "-0.0" : formatNumber(value);
     case "boolean":
       return value ? "true" : "false";
     case "object": {
