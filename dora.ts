@@ -44,7 +44,14 @@ export {
   encodeToolMessageIpc,
 } from "./src/dora/ipc.ts";
 export {
+  decodeToolEnvelopeIpc,
+  type DecodeToolEnvelopeIpcOptions,
+  encodeToolEnvelopeIpc,
+  type EncodeToolEnvelopeIpcOptions,
+} from "./src/dora/fast_ipc.ts";
+export {
   type DoraEventSink,
+  type DoraIpcEventSink,
   DoraToolEndpointBinding,
   type DoraToolEndpointBindingOptions,
 } from "./src/dora/binding.ts";

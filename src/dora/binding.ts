@@ -1,8 +1,9 @@
 /**
- * The Dora binding of a {@linkcode ToolEndpointHandler}: bounded ToolMessage carriers in, Arrow
- * responses and events out, with correlated fallbacks that fit the configured message limit and
- * an acknowledged publication barrier that puts every Action or Session response on the output
- * before any of its events.
+ * The Dora binding of a {@linkcode ToolEndpointHandler}: bounded ToolMessage carriers in (Arrow
+ * values, or Arrow IPC bytes through the fast codec), responses and events out in the same form,
+ * with correlated fallbacks that fit the configured message limit and an acknowledged
+ * publication barrier that puts every Action or Session response on the output before any of its
+ * events.
  *
  * The binding owns no Dora node and chooses no input or output ids: a node receives an input,
  * awaits the binding, and publishes what it returns (or what the event sink receives).
@@ -16,21 +17,33 @@ import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
 import { FifoLock } from "../handler/_emitter.ts";
-import { checkByteLimit, encodedEnvelopeSize } from "../wire/codec.ts";
+import { checkByteLimit } from "../wire/codec.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
 import {
+  carrierMessageSizeOver,
   carrierToEnvelope,
+  type DecodedCarrier,
+  envelopeFromRow,
   toolEnvelopeToMessage,
   type ToolMessageArrowValue,
   toolMessageCarrierSize,
 } from "./carrier.ts";
+import { encodeToolEnvelopeIpc, readToolMessageRow } from "./fast_ipc.ts";
+import { checkToolMessageStream, decodeToolMessageIpc, ipcBytesView } from "./ipc.ts";
 
 /**
  * Publishes one ToolMessage record batch on the node's output and resolves once it is published
  * (the acknowledgement the publication barrier waits for).
  */
 export type DoraEventSink = (batch: RecordBatch) => void | PromiseLike<void>;
+
+/**
+ * Publishes one ToolMessage as Arrow IPC stream bytes on the node's output and resolves once it
+ * is published (the IPC form of {@linkcode DoraEventSink}, used by
+ * {@linkcode DoraToolEndpointBinding.dispatchIpc}).
+ */
+export type DoraIpcEventSink = (bytes: Uint8Array) => void | PromiseLike<void>;
 
 /** Options of {@linkcode DoraToolEndpointBinding}. */
 export interface DoraToolEndpointBindingOptions {
@@ -49,6 +62,11 @@ export interface DoraToolEndpointBindingOptions {
    * {@linkcode DoraToolEndpointBinding.dispatchInput} of an Action or Session invoke).
    */
   readonly eventSink?: DoraEventSink;
+  /**
+   * Publishes, as IPC bytes, Action and Session invoke responses and their events, in order
+   * (required for {@linkcode DoraToolEndpointBinding.dispatchIpc} of an Action or Session invoke).
+   */
+  readonly ipcEventSink?: DoraIpcEventSink;
   /**
    * Told about an endpoint failure the binding answered with a correlated fallback, and about a
    * fallback that could not be encoded (default: `console.error`).
@@ -103,11 +121,26 @@ function correlatedInternalError(request: ToolEnvelope): ToolEnvelope {
   );
 }
 
+/** How one entry point writes its messages: as Arrow record batches or as IPC bytes. */
+interface OutputCodec<T> {
+  readonly encode: (envelope: ToolEnvelope, options: { maxMessageBytes: number }) => T;
+  readonly sink: ((message: T) => void | PromiseLike<void>) | undefined;
+}
+
 /**
  * Bridges bounded Dora ToolMessage inputs to an embedded {@linkcode ToolEndpointHandler}.
  *
- * Before route trust everything is raised, never answered: IPC bytes (`TypeError`), a carrier
- * larger than `maxCarrierBytes` or a `payload_json` larger than `maxMessageBytes`
+ * Two entry points share one implementation: {@linkcode DoraToolEndpointBinding.dispatchInput}
+ * takes and returns Arrow values (publishing events through `eventSink`), and
+ * {@linkcode DoraToolEndpointBinding.dispatchIpc} takes and returns ToolMessage IPC stream bytes
+ * through the fast codec ({@linkcode decodeToolEnvelopeIpc}, {@linkcode encodeToolEnvelopeIpc};
+ * events go to `ipcEventSink`), with exactly the outcome of decoding the bytes with
+ * {@linkcode decodeToolMessageIpc} (limit: `maxCarrierBytes`), dispatching the batch and encoding
+ * each message with {@linkcode encodeToolMessageIpc}.
+ *
+ * Before route trust everything is raised, never answered: IPC bytes given to `dispatchInput`
+ * (`TypeError`), an IPC stream or a carrier larger than `maxCarrierBytes` or a `payload_json`
+ * larger than `maxMessageBytes`
  * (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`), carrier rule violations, and the handler's route check
  * (`FORGE_PROTOCOL_ROUTE_MISMATCH`, `FORGE_PROTOCOL_UNKNOWN_OPERATION`). Once the route is
  * trusted, every failure gets a correlated `tool.error` that fits the message limit: a request
@@ -163,7 +196,8 @@ function correlatedInternalError(request: ToolEnvelope): ToolEnvelope {
  */
 export class DoraToolEndpointBinding {
   readonly #handler: ToolEndpointHandler;
-  readonly #eventSink: DoraEventSink | undefined;
+  readonly #arrow: OutputCodec<RecordBatch>;
+  readonly #ipc: OutputCodec<Uint8Array>;
   readonly #onError: (error: unknown, request: ToolEnvelope) => void;
   readonly #maxMessageBytes: number;
   readonly #maxRequestBytes: number;
@@ -172,7 +206,7 @@ export class DoraToolEndpointBinding {
   /**
    * Checks, in order: the handler (`TypeError`), `maxMessageBytes` (a positive integer of at
    * least 1024, `RangeError`), `maxCarrierBytes` (a positive integer of at least
-   * `maxMessageBytes`, `RangeError`), and `eventSink` (a function, `TypeError`).
+   * `maxMessageBytes`, `RangeError`), `eventSink` and `ipcEventSink` (functions, `TypeError`).
    */
   constructor(handler: ToolEndpointHandler, options: DoraToolEndpointBindingOptions = {}) {
     if (!(handler instanceof ToolEndpointHandler)) {
@@ -197,12 +231,20 @@ export class DoraToolEndpointBinding {
     if (sink !== undefined && typeof sink !== "function") {
       throw new TypeError("event_sink must be an async function or undefined");
     }
+    const ipcSink: unknown = options.ipcEventSink;
+    if (ipcSink !== undefined && typeof ipcSink !== "function") {
+      throw new TypeError("ipcEventSink must be an async function or undefined");
+    }
     const onError: unknown = options.onError;
     if (onError !== undefined && typeof onError !== "function") {
       throw new TypeError("onError must be a function or undefined");
     }
     this.#handler = handler;
-    this.#eventSink = sink as DoraEventSink | undefined;
+    this.#arrow = { encode: toolEnvelopeToMessage, sink: sink as DoraEventSink | undefined };
+    this.#ipc = {
+      encode: encodeToolEnvelopeIpc,
+      sink: ipcSink as DoraIpcEventSink | undefined,
+    };
     this.#onError = (onError as typeof defaultOnError | undefined) ?? defaultOnError;
     this.#maxMessageBytes = maximum;
     this.#maxRequestBytes = maximum - CORRELATED_ERROR_RESERVE_BYTES;
@@ -237,36 +279,56 @@ export class DoraToolEndpointBinding {
     }
   }
 
-  #fallbackToArrow(fallback: ToolEnvelope, request: ToolEnvelope, original: unknown): RecordBatch {
+  #fallback<T>(
+    codec: OutputCodec<T>,
+    fallback: ToolEnvelope,
+    request: ToolEnvelope,
+    original: unknown,
+  ): T {
     try {
-      return toolEnvelopeToMessage(fallback, { maxMessageBytes: this.#maxMessageBytes });
+      return codec.encode(fallback, { maxMessageBytes: this.#maxMessageBytes });
     } catch (error) {
       this.#report(error, request);
       throw original;
     }
   }
 
-  #responseToArrow(response: ToolEnvelope, request: ToolEnvelope): RecordBatch {
+  #response<T>(codec: OutputCodec<T>, response: ToolEnvelope, request: ToolEnvelope): T {
     try {
-      return toolEnvelopeToMessage(response, { maxMessageBytes: this.#maxMessageBytes });
+      return codec.encode(response, { maxMessageBytes: this.#maxMessageBytes });
     } catch (error) {
       const fallback = error instanceof ToolProtocolError
         ? correlatedProtocolError(error, request, this.#maxMessageBytes)
         : correlatedInternalError(request);
-      return this.#fallbackToArrow(fallback, request, error);
+      return this.#fallback(codec, fallback, request, error);
     }
   }
 
   /** Encodes one event; a failure is raised, never turned into a correlated response. */
-  #eventToArrow(event: ToolEnvelope): RecordBatch {
+  #event<T>(codec: OutputCodec<T>, event: ToolEnvelope): T {
     if (event.messageType !== "tool.event") {
       throw new RangeError("event sink only accepts tool.event envelopes");
     }
-    return toolEnvelopeToMessage(event, { maxMessageBytes: this.#maxMessageBytes });
+    return codec.encode(event, { maxMessageBytes: this.#maxMessageBytes });
+  }
+
+  #checkCarrierSize(size: number): void {
+    if (size > this.#maxCarrierBytes) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.MESSAGE_TOO_LARGE,
+        `Arrow carrier size ${size} exceeds limit ${this.#maxCarrierBytes}`,
+      );
+    }
+  }
+
+  /** Never answers a request for another route: raised before the route is trusted. */
+  #trusted(decoded: DecodedCarrier): DecodedCarrier {
+    this.#handler.validateRequestRoute(decoded.envelope);
+    return decoded;
   }
 
   /** Reads and route-checks an inbound carrier; every failure here is raised. */
-  #requestFromArrow(value: unknown): ToolEnvelope {
+  #requestFromArrow(value: unknown): DecodedCarrier {
     if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
       throw new TypeError(IPC_BYTES_MESSAGE);
     }
@@ -276,25 +338,34 @@ export class DoraToolEndpointBinding {
     if (
       isArrowRecordBatch(value) || isArrowTable(value) || isArrowVector(value) || isArrowData(value)
     ) {
-      const size = toolMessageCarrierSize(value as ToolMessageArrowValue);
-      if (size > this.#maxCarrierBytes) {
-        throw new ToolProtocolError(
-          ToolErrorCodes.MESSAGE_TOO_LARGE,
-          `Arrow carrier size ${size} exceeds limit ${this.#maxCarrierBytes}`,
-        );
-      }
+      this.#checkCarrierSize(toolMessageCarrierSize(value as ToolMessageArrowValue));
     }
-    const request = carrierToEnvelope(value, this.#maxMessageBytes);
-    // Never answer a request for another route. Once the route is trusted, accepted requests
-    // keep headroom for a later correlated failure.
-    this.#handler.validateRequestRoute(request);
-    return request;
+    return this.#trusted(carrierToEnvelope(value, this.#maxMessageBytes));
+  }
+
+  /**
+   * Reads and route-checks inbound IPC bytes with the fast codec: what decoding them with
+   * `decodeToolMessageIpc` and reading the batch with `#requestFromArrow` does.
+   */
+  #requestFromIpc(bytes: unknown): DecodedCarrier {
+    const view = ipcBytesView(bytes, "dispatchIpc");
+    const layout = checkToolMessageStream(view, this.#maxCarrierBytes);
+    const row = readToolMessageRow(view, layout);
+    if (row === undefined) {
+      return this.#requestFromArrow(
+        decodeToolMessageIpc(view, { maxBytes: this.#maxCarrierBytes }),
+      );
+    }
+    this.#checkCarrierSize(row.carrierSize);
+    return this.#trusted(envelopeFromRow(row, this.#maxMessageBytes));
   }
 
   /** The correlated too-large answer to a trusted request beyond `maxRequestBytes`, if any. */
-  #requestTooLarge(request: ToolEnvelope): RecordBatch | undefined {
-    const size = encodedEnvelopeSize(request);
-    if (size <= this.#maxRequestBytes) return undefined;
+  #requestTooLarge<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): T | undefined {
+    // Once the route is trusted, accepted requests keep headroom for a later correlated failure.
+    const size = carrierMessageSizeOver(decoded, this.#maxRequestBytes);
+    if (size === undefined) return undefined;
+    const request = decoded.envelope;
     const error = new ToolProtocolError(
       ToolErrorCodes.MESSAGE_TOO_LARGE,
       `message size ${size} exceeds limit ${this.#maxRequestBytes}`,
@@ -305,7 +376,7 @@ export class DoraToolEndpointBinding {
       this.#maxMessageBytes,
       this.#maxRequestBytes,
     );
-    return this.#fallbackToArrow(fallback, request, error);
+    return this.#fallback(codec, fallback, request, error);
   }
 
   #semantics(request: ToolEnvelope): string {
@@ -323,14 +394,15 @@ export class DoraToolEndpointBinding {
    * or Session operation a `TypeError` (its provider is never started).
    */
   async handleInput(value: ToolMessageArrowValue): Promise<RecordBatch> {
-    const request = this.#requestFromArrow(value);
+    const decoded = this.#requestFromArrow(value);
+    const request = decoded.envelope;
     this.#handler.validateInvokeRoute(request);
     if (this.#semantics(request) !== "query") {
       throw new TypeError(
         "handleInput is Query-only; Action or Session operations must use dispatchInput",
       );
     }
-    const tooLarge = this.#requestTooLarge(request);
+    const tooLarge = this.#requestTooLarge(this.#arrow, decoded);
     if (tooLarge !== undefined) return tooLarge;
     let response: ToolEnvelope;
     try {
@@ -339,7 +411,7 @@ export class DoraToolEndpointBinding {
       this.#report(error, request);
       response = correlatedInternalError(request);
     }
-    return this.#responseToArrow(response, request);
+    return this.#response(this.#arrow, response, request);
   }
 
   /**
@@ -356,13 +428,77 @@ export class DoraToolEndpointBinding {
    * from this method after the response was published (early).
    */
   async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
-    const request = this.#requestFromArrow(value);
-    const tooLarge = this.#requestTooLarge(request);
+    return await this.#dispatch(this.#arrow, this.#requestFromArrow(value));
+  }
+
+  /**
+   * Dispatches one execution request given as ToolMessage Arrow IPC stream bytes and returns the
+   * messages as IPC bytes, through the fast codec: {@linkcode dispatchInput} with the same
+   * barrier, fallbacks and errors, as if the bytes were decoded with
+   * {@linkcode decodeToolMessageIpc} (limit: `maxCarrierBytes`) and every message encoded with
+   * {@linkcode encodeToolMessageIpc}. An Action or Session invoke requires `ipcEventSink`, which
+   * receives the response and the events. A non-bytes argument is a `TypeError`.
+   *
+   * @example
+   * ```ts
+   * import {
+   *   makeInvokeRequestEnvelope,
+   *   ToolContext,
+   *   ToolEndpointDescriptor,
+   *   ToolEndpointHandler,
+   *   ToolExecutionKey,
+   *   ToolOperationDescriptor,
+   *   ToolRequest,
+   *   ToolResult,
+   * } from "@forge/tool";
+   * import {
+   *   decodeToolEnvelopeIpc,
+   *   DoraToolEndpointBinding,
+   *   encodeToolEnvelopeIpc,
+   * } from "@forge/tool/dora";
+   *
+   * const handler = new ToolEndpointHandler(
+   *   new ToolEndpointDescriptor({
+   *     protocolVersion: "forge.tool.endpoint/v1alpha1",
+   *     endpointId: "vision.yolo",
+   *     operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+   *   }),
+   *   {
+   *     endpointInstanceId: "instance-1",
+   *     operations: {
+   *       detect: { query: (request) => new ToolResult({ status: "succeeded", outputs: request.arguments }) },
+   *     },
+   *   },
+   * );
+   * const context = new ToolContext({
+   *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
+   *   toolId: "forge.tool.detect",
+   *   implementationId: "yolo",
+   *   endpointId: "vision.yolo",
+   *   operation: "detect",
+   * });
+   * const request = makeInvokeRequestEnvelope(new ToolRequest({ arguments: { class: "cube" } }), context, {
+   *   requestId: "request-1",
+   *   endpointInstanceId: "instance-1",
+   * });
+   * const binding = new DoraToolEndpointBinding(handler);
+   * const [response] = await binding.dispatchIpc(encodeToolEnvelopeIpc(request));
+   * console.log(decodeToolEnvelopeIpc(response).messageType); // tool.invoke.response
+   * ```
+   */
+  async dispatchIpc(bytes: Uint8Array | ArrayBuffer): Promise<Uint8Array[]> {
+    return await this.#dispatch(this.#ipc, this.#requestFromIpc(bytes));
+  }
+
+  /** The one implementation of dispatch, the publication barrier and the fallbacks. */
+  async #dispatch<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): Promise<T[]> {
+    const request = decoded.envelope;
+    const tooLarge = this.#requestTooLarge(codec, decoded);
     if (tooLarge !== undefined) return [tooLarge];
 
     const startInvoke = request.messageType === "tool.invoke.request" &&
       this.#semantics(request) !== "query";
-    const sink = this.#eventSink;
+    const sink = codec.sink;
     if (startInvoke && sink === undefined) {
       throw new Error("Action or Session dispatch requires an asynchronous event_sink publisher");
     }
@@ -383,7 +519,7 @@ export class DoraToolEndpointBinding {
       if (sink === undefined) throw new Error("Event publisher is unavailable");
       const release = await publishLock.acquire();
       try {
-        await sink(this.#eventToArrow(event));
+        await sink(this.#event(codec, event));
       } finally {
         release();
       }
@@ -403,18 +539,18 @@ export class DoraToolEndpointBinding {
     if (!startInvoke) {
       return messages.map((message) =>
         message.messageType === "tool.event"
-          ? this.#eventToArrow(message)
-          : this.#responseToArrow(message, request)
+          ? this.#event(codec, message)
+          : this.#response(codec, message, request)
       );
     }
 
     const release = await publishLock.acquire();
     try {
-      const responseBatch = this.#responseToArrow(messages[0], request);
-      await sink!(responseBatch);
+      const response = this.#response(codec, messages[0], request);
+      await sink!(response);
       gateOpen = true;
       gate.resolve();
-      for (let i = 1; i < messages.length; i++) await sink!(this.#eventToArrow(messages[i]));
+      for (let i = 1; i < messages.length; i++) await sink!(this.#event(codec, messages[i]));
     } catch (error) {
       if (!gateOpen) {
         publishFailed = true;

@@ -366,53 +366,31 @@ function checkCarrierShape(carrier: CarrierColumns): void {
   }
 }
 
+// The row-0 reads of an apache-arrow carrier. Their errors are part of the carrier's contract:
+// the fast IPC codec (fast_ipc.ts) reads the same buffers from IPC bytes and reports the same.
+
 /** True when row 0 of `data` is null; a malformed validity bitmap is an error. */
 function isNull(data: Data, name: string): boolean {
   const bitmap = data.nullBitmap as Uint8Array | undefined;
   if (bitmap === undefined || bitmap.length === 0) {
-    if (data.nullCount > 0) throw invalid(`${name} has an invalid validity bitmap`, name);
+    if (data.nullCount > 0) throw invalidBitmap(name);
     return false;
   }
   if (data.nullCount === 0) return false;
   const position = data.offset;
-  if (position >> 3 >= bitmap.length) {
-    throw invalid(`${name} has an invalid validity bitmap`, name);
-  }
+  if (position >> 3 >= bitmap.length) throw invalidBitmap(name);
   return (bitmap[position >> 3] & (1 << (position & 7))) === 0;
 }
 
 /** The byte range of the row-0 value of a Utf8 column, or `undefined` when it is null. */
-function utf8Range(data: Data, name: string): [Uint8Array, number, number] | undefined {
+function utf8Range(data: Data, name: string): Utf8Range | undefined {
   if (isNull(data, name)) return undefined;
   const offsets = data.valueOffsets as Int32Array | undefined;
   const values = data.values as Uint8Array | undefined;
   if (!(offsets instanceof Int32Array) || offsets.length < 2 || !(values instanceof Uint8Array)) {
-    throw invalid(`${name} has invalid Arrow buffers`, name);
+    throw invalidBuffers(name);
   }
-  const start = offsets[0];
-  const end = offsets[1];
-  if (start < 0 || end < start || end > values.length) {
-    throw invalid(`${name} has invalid Arrow value offsets`, name);
-  }
-  return [values, start, end];
-}
-
-/** The row-0 string of a Utf8 column (`undefined` for null), decoded as strict UTF-8. */
-function utf8Value(data: Data, name: string): string | undefined {
-  const range = utf8Range(data, name);
-  if (range === undefined) return undefined;
-  const [values, start, end] = range;
-  try {
-    return fatalDecoder.decode(values.subarray(start, end));
-  } catch {
-    throw invalid(`${name} must contain valid Unicode scalar values`, name);
-  }
-}
-
-function requiredUtf8(data: Data, name: string): string {
-  const value = utf8Value(data, name);
-  if (value === undefined) throw invalid(`${name} must be non-null`, name);
-  return value;
+  return checkedUtf8Range(values, 0, values.length, offsets[0], offsets[1], name);
 }
 
 /** The row-0 value of the Int64 sequence column (`undefined` for null). */
@@ -420,35 +398,135 @@ function sequenceValue(data: Data): bigint | undefined {
   if (isNull(data, "sequence")) return undefined;
   const values = data.values as BigInt64Array | undefined;
   if (!(values instanceof BigInt64Array) || values.length < 1) {
-    throw invalid("sequence has invalid Arrow buffers", "sequence");
+    throw invalidBuffers("sequence");
   }
   return values[0];
 }
 
+/** Row 0 of the columns of an apache-arrow carrier. */
+class DataRow implements CarrierRow {
+  readonly #columns: readonly Data[];
+
+  constructor(columns: readonly Data[]) {
+    this.#columns = columns;
+  }
+
+  utf8(index: number, name: string): Utf8Range | undefined {
+    return utf8Range(this.#columns[index], name);
+  }
+
+  sequence(): bigint | undefined {
+    return sequenceValue(this.#columns[COLUMN.sequence]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One carrier row -> envelope: the carrier rules, shared by every carrier source
+
+/** @internal A UTF-8 byte range: the bytes, the start and the end. */
+export type Utf8Range = readonly [bytes: Uint8Array, start: number, end: number];
+
+/**
+ * @internal Row 0 of a carrier whose shape (one row, exactly {@linkcode TOOL_MESSAGE_SCHEMA}) was
+ * checked. Each read throws the column's buffer errors, named after the column.
+ */
+export interface CarrierRow {
+  /** The byte range of row 0 of Utf8 column `index`, or `undefined` when it is null. */
+  utf8(index: number, name: string): Utf8Range | undefined;
+  /** Row 0 of the Int64 `sequence` column, or `undefined` when it is null. */
+  sequence(): bigint | undefined;
+}
+
+/** @internal The column indices of the carrier. */
+export const CARRIER_COLUMN = COLUMN;
+
+/** @internal "<name> has an invalid validity bitmap". */
+export function invalidBitmap(name: string): ToolProtocolError {
+  return invalid(`${name} has an invalid validity bitmap`, name);
+}
+
+/** @internal "<name> has invalid Arrow buffers". */
+export function invalidBuffers(name: string): ToolProtocolError {
+  return invalid(`${name} has invalid Arrow buffers`, name);
+}
+
+/**
+ * @internal The row-0 range of a Utf8 column whose data buffer is `bytes[dataStart, dataEnd)` and
+ * whose first two value offsets are `start` and `end`, checked against the data buffer.
+ */
+export function checkedUtf8Range(
+  bytes: Uint8Array,
+  dataStart: number,
+  dataEnd: number,
+  start: number,
+  end: number,
+  name: string,
+): Utf8Range {
+  if (start < 0 || end < start || end > dataEnd - dataStart) {
+    throw invalid(`${name} has invalid Arrow value offsets`, name);
+  }
+  return [bytes, dataStart + start, dataStart + end];
+}
+
+// Short ASCII values (every header of a typical message) are read without a decoder call.
+const SHORT_VALUE_BYTES = 64;
+
+/** The string of a Utf8 value (`undefined` for null), decoded as strict UTF-8. */
+function utf8Value(range: Utf8Range | undefined, name: string): string | undefined {
+  if (range === undefined) return undefined;
+  const [bytes, start, end] = range;
+  if (end - start <= SHORT_VALUE_BYTES) {
+    let text = "";
+    let i = start;
+    for (; i < end; i++) {
+      const c = bytes[i];
+      if (c >= 0x80) break;
+      text += String.fromCharCode(c);
+    }
+    if (i === end) return text;
+  }
+  try {
+    return fatalDecoder.decode(bytes.subarray(start, end));
+  } catch {
+    throw invalid(`${name} must contain valid Unicode scalar values`, name);
+  }
+}
+
+function requiredUtf8(range: Utf8Range | undefined, name: string): string {
+  const value = utf8Value(range, name);
+  if (value === undefined) throw invalid(`${name} must be non-null`, name);
+  return value;
+}
+
 const MAX_SEQUENCE = BigInt(MAX_SAFE_JSON_INTEGER);
 
-/** Container nesting of JSON bytes (strings skipped), stopping once it passes `limit`. */
-function nestingExceeds(bytes: Uint8Array, start: number, end: number, limit: number): boolean {
-  let level = 0;
-  for (let i = start; i < end; i++) {
-    const c = bytes[i];
-    if (c === 0x22) {
-      for (i++; i < end; i++) {
-        const s = bytes[i];
-        if (s === 0x5c) i++;
-        else if (s === 0x22) break;
-      }
-    } else if (c === 0x7b || c === 0x5b) {
-      if (++level > limit) return true;
-    } else if (c === 0x7d || c === 0x5d) {
-      level--;
+/**
+ * True when the container nesting of a parsed JSON value passes `limit` levels (the value itself
+ * is level 1). Walks containers only; for a document without duplicate keys this is the nesting
+ * of its text.
+ */
+function nestingExceeds(value: object, limit: number): boolean {
+  if (limit === 0) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i];
+      if (typeof item === "object" && item !== null && nestingExceeds(item, limit - 1)) return true;
     }
+    return false;
+  }
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (typeof item === "object" && item !== null && nestingExceeds(item, limit - 1)) return true;
   }
   return false;
 }
 
 /** Parses `payload_json` strictly into a JSON object (the carrier's rule 6). */
-function parsePayloadJson(bytes: Uint8Array, start: number, end: number): JsonObject {
+function parsePayloadJson(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+): { payload: JsonObject; narrow: boolean } {
   let parsed;
   try {
     parsed = parseStrictJsonBytes(bytes, start, end);
@@ -476,13 +554,20 @@ function parsePayloadJson(bytes: Uint8Array, start: number, end: number): JsonOb
       "payload_json",
     );
   }
-  // The fast path proved every value interoperable; only the depth bound is relative to the
-  // envelope there, so it is re-checked for payload_json on its own.
-  if (parsed.normalized && !nestingExceeds(bytes, start, end, MAX_ADOPTED_LEVEL)) {
-    return value as JsonObject;
+  // The fast path proved every value interoperable and free of duplicate keys; only the depth
+  // bound is relative to the envelope there, so it is re-checked for payload_json on its own. It
+  // also proved no number token has an exponent or a fraction after 16 or more integer digits
+  // (the strict decoder sends those to the exact path), and every other token is written at most
+  // as long as it is read (fewest escapes, fewest digits, no whitespace): the payload's compact
+  // encoding is no longer than payload_json.
+  if (parsed.normalized && !nestingExceeds(value, MAX_ADOPTED_LEVEL)) {
+    return { payload: value as JsonObject, narrow: true };
   }
   try {
-    return copyJson(value, "payload_json", wireFaults, 0, false) as JsonObject;
+    return {
+      payload: copyJson(value, "payload_json", wireFaults, 0, false) as JsonObject,
+      narrow: false,
+    };
   } catch (error) {
     if (!(error instanceof ToolProtocolError)) throw error;
     throw new ToolProtocolError(error.code, `${error.path} ${error.message}`, "payload_json");
@@ -495,11 +580,42 @@ const MANAGEMENT_WITH_REQUEST = new Set([
   "endpoint.registry.response",
 ]);
 
-/** Reads, checks and converts one carrier row (no logical size check). */
-function envelopeFromCarrier(carrier: CarrierColumns, maxPayloadJsonBytes?: number): ToolEnvelope {
-  checkCarrierShape(carrier);
-  const columns = carrier.columns;
-  const payloadRange = utf8Range(columns[COLUMN.payload_json], "payload_json");
+function nonEmpty(name: string, value: string | undefined): void {
+  if (value !== undefined && isBlank(value)) {
+    throw invalid(`${name} must be non-empty when present`, name);
+  }
+}
+
+function nullForManagement(name: string, value: unknown): void {
+  if (value !== undefined) {
+    throw invalid(`${name} must be null for endpoint management messages`, name);
+  }
+}
+
+function nonNullForTool(name: string, value: string | undefined): void {
+  if (value === undefined) {
+    throw invalid(`${name} must be non-null for Tool execution messages`, name);
+  }
+}
+
+/**
+ * @internal An envelope read from a carrier, with what the logical size check needs: the raw
+ * `payload_json` byte length, and whether the payload's compact encoding is proven no longer
+ * than it.
+ */
+export interface DecodedCarrier {
+  readonly envelope: ToolEnvelope;
+  readonly payloadJsonBytes: number;
+  readonly narrow: boolean;
+}
+
+/**
+ * @internal Reads and checks row 0 of a carrier whose shape was checked, applying every carrier
+ * rule in the reference's order (no logical size check: see {@linkcode carrierMessageSizeOver}).
+ * The one implementation of the rules, for apache-arrow carriers and IPC bytes alike.
+ */
+export function envelopeFromRow(row: CarrierRow, maxPayloadJsonBytes?: number): DecodedCarrier {
+  const payloadRange = row.utf8(COLUMN.payload_json, "payload_json");
   if (maxPayloadJsonBytes !== undefined && payloadRange !== undefined) {
     const size = payloadRange[2] - payloadRange[1];
     if (size > maxPayloadJsonBytes) {
@@ -510,18 +626,18 @@ function envelopeFromCarrier(carrier: CarrierColumns, maxPayloadJsonBytes?: numb
       );
     }
   }
-  const protocol = requiredUtf8(columns[COLUMN.protocol], "protocol");
-  const messageType = requiredUtf8(columns[COLUMN.message_type], "message_type");
-  const requestId = utf8Value(columns[COLUMN.request_id], "request_id");
-  const invocationId = utf8Value(columns[COLUMN.invocation_id], "invocation_id");
-  const attemptId = utf8Value(columns[COLUMN.attempt_id], "attempt_id");
-  const endpointId = requiredUtf8(columns[COLUMN.endpoint_id], "endpoint_id");
+  const protocol = requiredUtf8(row.utf8(COLUMN.protocol, "protocol"), "protocol");
+  const messageType = requiredUtf8(row.utf8(COLUMN.message_type, "message_type"), "message_type");
+  const requestId = utf8Value(row.utf8(COLUMN.request_id, "request_id"), "request_id");
+  const invocationId = utf8Value(row.utf8(COLUMN.invocation_id, "invocation_id"), "invocation_id");
+  const attemptId = utf8Value(row.utf8(COLUMN.attempt_id, "attempt_id"), "attempt_id");
+  const endpointId = requiredUtf8(row.utf8(COLUMN.endpoint_id, "endpoint_id"), "endpoint_id");
   const endpointInstanceId = utf8Value(
-    columns[COLUMN.endpoint_instance_id],
+    row.utf8(COLUMN.endpoint_instance_id, "endpoint_instance_id"),
     "endpoint_instance_id",
   );
-  const operation = utf8Value(columns[COLUMN.operation], "operation");
-  const sequence = sequenceValue(columns[COLUMN.sequence]);
+  const operation = utf8Value(row.utf8(COLUMN.operation, "operation"), "operation");
+  const sequence = row.sequence();
   if (payloadRange === undefined) throw invalid("payload_json must be non-null", "payload_json");
 
   // 1. protocol and message type.
@@ -540,19 +656,12 @@ function envelopeFromCarrier(carrier: CarrierColumns, maxPayloadJsonBytes?: numb
     );
   }
   // 2. non-empty strings.
-  const strings = [
-    ["request_id", requestId],
-    ["invocation_id", invocationId],
-    ["attempt_id", attemptId],
-    ["endpoint_id", endpointId],
-    ["endpoint_instance_id", endpointInstanceId],
-    ["operation", operation],
-  ] as const;
-  for (const [name, value] of strings) {
-    if (value !== undefined && isBlank(value)) {
-      throw invalid(`${name} must be non-empty when present`, name);
-    }
-  }
+  nonEmpty("request_id", requestId);
+  nonEmpty("invocation_id", invocationId);
+  nonEmpty("attempt_id", attemptId);
+  nonEmpty("endpoint_id", endpointId);
+  nonEmpty("endpoint_instance_id", endpointInstanceId);
+  nonEmpty("operation", operation);
   // 3-4. the header matrix.
   const management = messageType.startsWith("endpoint.");
   if (management) {
@@ -568,28 +677,14 @@ function envelopeFromCarrier(carrier: CarrierColumns, maxPayloadJsonBytes?: numb
     if (messageType === "endpoint.status" && requestId !== undefined) {
       throw invalid("request_id must be null for unsolicited endpoint.status", "request_id");
     }
-    const forbidden = [
-      ["invocation_id", invocationId],
-      ["attempt_id", attemptId],
-      ["operation", operation],
-      ["sequence", sequence],
-    ] as const;
-    for (const [name, value] of forbidden) {
-      if (value !== undefined) {
-        throw invalid(`${name} must be null for endpoint management messages`, name);
-      }
-    }
+    nullForManagement("invocation_id", invocationId);
+    nullForManagement("attempt_id", attemptId);
+    nullForManagement("operation", operation);
+    nullForManagement("sequence", sequence);
   } else {
-    const required = [
-      ["invocation_id", invocationId],
-      ["attempt_id", attemptId],
-      ["operation", operation],
-    ] as const;
-    for (const [name, value] of required) {
-      if (value === undefined) {
-        throw invalid(`${name} must be non-null for Tool execution messages`, name);
-      }
-    }
+    nonNullForTool("invocation_id", invocationId);
+    nonNullForTool("attempt_id", attemptId);
+    nonNullForTool("operation", operation);
     if (messageType === "tool.event") {
       if (requestId !== undefined) {
         throw invalid("request_id must be null for tool.event", "request_id");
@@ -613,8 +708,8 @@ function envelopeFromCarrier(carrier: CarrierColumns, maxPayloadJsonBytes?: numb
     throw invalid("sequence must be null for non-event messages", "sequence");
   }
   // 6. payload_json.
-  const payload = parsePayloadJson(payloadRange[0], payloadRange[1], payloadRange[2]);
-  return envelopeFromDecoded({
+  const { payload, narrow } = parsePayloadJson(payloadRange[0], payloadRange[1], payloadRange[2]);
+  const envelope = envelopeFromDecoded({
     protocol,
     messageType: messageType as ToolMessageType,
     payload,
@@ -626,14 +721,146 @@ function envelopeFromCarrier(carrier: CarrierColumns, maxPayloadJsonBytes?: numb
     operation,
     sequence: sequence === undefined ? undefined : Number(sequence),
   }, "checked");
+  return {
+    envelope,
+    payloadJsonBytes: payloadRange[2] - payloadRange[1],
+    narrow,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The logical size of an envelope
+
+const KEY_BYTES = {
+  attempt_id: '"attempt_id":,'.length,
+  endpoint_id: '"endpoint_id":,'.length,
+  endpoint_instance_id: '"endpoint_instance_id":,'.length,
+  invocation_id: '"invocation_id":,'.length,
+  message_type: '"message_type":,'.length,
+  operation: '"operation":,'.length,
+  payload: '"payload":'.length,
+  protocol: ',"protocol":'.length,
+  request_id: ',"request_id":'.length,
+  sequence: ',"sequence":'.length,
+} as const;
+
+/** The UTF-8 byte length of `JSON.stringify(value)`. */
+function jsonStringBytes(value: string): number {
+  let bytes = 2;
+  const length = value.length;
+  for (let i = 0; i < length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x80) {
+      if (c >= 0x20) bytes += c === 0x22 || c === 0x5c ? 2 : 1;
+      else bytes += c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6;
+    } else if (c < 0x800) {
+      bytes += 2;
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      // A surrogate pair is one 4-byte character; JSON.stringify escapes a lone surrogate.
+      const next = value.charCodeAt(i + 1);
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else {
+        bytes += 6;
+      }
+    } else {
+      bytes += 3;
+    }
+  }
+  return bytes;
+}
+
+/**
+ * @internal The byte length of the envelope's Wire JSON without the payload's own text: exactly
+ * `utf8Length(envelopeJson(envelope)) - utf8Length(encodeJson(envelope.payload))`.
+ */
+export function envelopeHeaderBytes(envelope: ToolEnvelope): number {
+  let bytes = 2 + KEY_BYTES.payload + KEY_BYTES.protocol + jsonStringBytes(envelope.protocol) +
+    KEY_BYTES.endpoint_id + jsonStringBytes(envelope.endpointId) + KEY_BYTES.message_type +
+    jsonStringBytes(envelope.messageType);
+  if (envelope.attemptId !== undefined) {
+    bytes += KEY_BYTES.attempt_id + jsonStringBytes(envelope.attemptId);
+  }
+  if (envelope.endpointInstanceId !== undefined) {
+    bytes += KEY_BYTES.endpoint_instance_id + jsonStringBytes(envelope.endpointInstanceId);
+  }
+  if (envelope.invocationId !== undefined) {
+    bytes += KEY_BYTES.invocation_id + jsonStringBytes(envelope.invocationId);
+  }
+  if (envelope.operation !== undefined) {
+    bytes += KEY_BYTES.operation + jsonStringBytes(envelope.operation);
+  }
+  if (envelope.requestId !== undefined) {
+    bytes += KEY_BYTES.request_id + jsonStringBytes(envelope.requestId);
+  }
+  if (envelope.sequence !== undefined) {
+    bytes += KEY_BYTES.sequence + String(envelope.sequence).length;
+  }
+  return bytes;
+}
+
+/**
+ * @internal An upper bound of {@linkcode envelopeHeaderBytes} without reading the strings: a
+ * UTF-16 unit takes at most 6 bytes in JSON (a `\u00XX` escape), a sequence number at most 16
+ * digits.
+ */
+export function envelopeHeaderBound(envelope: ToolEnvelope): number {
+  const units = envelope.protocol.length + envelope.messageType.length +
+    envelope.endpointId.length + (envelope.attemptId?.length ?? 0) +
+    (envelope.endpointInstanceId?.length ?? 0) + (envelope.invocationId?.length ?? 0) +
+    (envelope.operation?.length ?? 0) + (envelope.requestId?.length ?? 0);
+  return HEADER_KEYS_BYTES + 8 * 2 + 6 * units + 16;
+}
+
+const HEADER_KEYS_BYTES = 2 + Object.values(KEY_BYTES).reduce((sum, bytes) => sum + bytes, 0);
+
+/**
+ * @internal The logical encoded size of a decoded carrier's envelope when it exceeds `maximum`,
+ * else `undefined`. Exact: the size is `utf8Length(envelopeJson(envelope))`, computed (with the
+ * encoder's checks) unless the raw `payload_json` length proves it within `maximum`.
+ */
+export function carrierMessageSizeOver(
+  decoded: DecodedCarrier,
+  maximum: number,
+): number | undefined {
+  const { envelope } = decoded;
+  if (decoded.narrow && envelopeHeaderBound(envelope) + decoded.payloadJsonBytes <= maximum) {
+    return undefined;
+  }
+  const size = utf8Length(envelopeJson(envelope));
+  return size > maximum ? size : undefined;
 }
 
 /**
  * @internal Converts a carrier value to an envelope without the logical size check (the Dora
  * binding checks the size of a request against its own limit after route trust).
  */
-export function carrierToEnvelope(value: unknown, maxPayloadJsonBytes?: number): ToolEnvelope {
-  return envelopeFromCarrier(toolMessageColumns(value), maxPayloadJsonBytes);
+export function carrierToEnvelope(value: unknown, maxPayloadJsonBytes?: number): DecodedCarrier {
+  const carrier = toolMessageColumns(value);
+  checkCarrierShape(carrier);
+  return envelopeFromRow(new DataRow(carrier.columns), maxPayloadJsonBytes);
+}
+
+/**
+ * @internal The options of {@linkcode toolMessageToEnvelope}, checked (`RangeError`): the logical
+ * message limit and the optional raw `payload_json` limit.
+ */
+export function carrierDecodeLimits(
+  options: ToolMessageToEnvelopeOptions,
+): { maxMessageBytes: number; maxPayloadJsonBytes: number | undefined } {
+  const maxMessageBytes = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maxPayloadJsonBytes = options.maxPayloadJsonBytes === undefined
+    ? undefined
+    : checkByteLimit(options.maxPayloadJsonBytes, "max_payload_json_bytes");
+  return { maxMessageBytes, maxPayloadJsonBytes };
+}
+
+/** @internal The end of every carrier decode: the logical size check, then the envelope. */
+export function checkedCarrierEnvelope(decoded: DecodedCarrier, maximum: number): ToolEnvelope {
+  const size = carrierMessageSizeOver(decoded, maximum);
+  if (size !== undefined) checkMessageSize(size, maximum);
+  return decoded.envelope;
 }
 
 /**
@@ -674,13 +901,10 @@ export function toolMessageToEnvelope(
   options: ToolMessageToEnvelopeOptions = {},
 ): ToolEnvelope {
   const carrier = toolMessageColumns(value);
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
-  const payloadMaximum = options.maxPayloadJsonBytes === undefined
-    ? undefined
-    : checkByteLimit(options.maxPayloadJsonBytes, "max_payload_json_bytes");
-  const envelope = envelopeFromCarrier(carrier, payloadMaximum);
-  checkMessageSize(utf8Length(envelopeJson(envelope)), maximum);
-  return envelope;
+  const limits = carrierDecodeLimits(options);
+  checkCarrierShape(carrier);
+  const decoded = envelopeFromRow(new DataRow(carrier.columns), limits.maxPayloadJsonBytes);
+  return checkedCarrierEnvelope(decoded, limits.maxMessageBytes);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ export interface DecodeToolMessageIpcOptions {
   readonly maxBytes?: number;
 }
 
-const DEFAULT_MAX_IPC_BYTES = DEFAULT_MAX_MESSAGE_BYTES + 65536;
+/** @internal The default IPC stream limit: 1 MiB plus 64 KiB. */
+export const DEFAULT_MAX_IPC_BYTES: number = DEFAULT_MAX_MESSAGE_BYTES + 65536;
 
 // Message header union tags (Message.fbs).
 const HEADER_SCHEMA = 1;
@@ -53,45 +54,56 @@ function unsupported(message: string): ToolProtocolError {
 const ONE_BATCH = "ToolMessage IPC stream must contain exactly one RecordBatch";
 
 /**
- * A bounds-checked reader of one flatbuffer (an IPC message's metadata) that follows the
- * flatbuffers runtime's own (signed) offset arithmetic, so it sees exactly the tables and
- * vectors apache-arrow will read. Every read outside the buffer and every vector longer than the
- * buffer can hold is an error, so no loop over a corrupted length runs longer than the metadata
- * is big.
+ * @internal A bounds-checked reader of one flatbuffer (an IPC message's metadata, `size` bytes at
+ * `base` in `view`) that follows the flatbuffers runtime's own (signed) offset arithmetic, so it
+ * sees exactly the tables and vectors apache-arrow will read. Every read outside the metadata and
+ * every vector longer than the metadata can hold is an error, so no loop over a corrupted length
+ * runs longer than the metadata is big. 64-bit integers are read as numbers: exact up to
+ * 2^53 in magnitude, and beyond it still of the right sign and far beyond any bound compared
+ * with.
  */
-class FlatBuffer {
-  readonly #view: DataView;
-  readonly #size: number;
+export class FlatBuffer {
+  readonly view: DataView;
+  readonly base: number;
+  readonly size: number;
 
-  constructor(bytes: Uint8Array) {
-    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    this.#size = bytes.byteLength;
+  constructor(view: DataView, base: number, size: number) {
+    this.view = view;
+    this.base = base;
+    this.size = size;
   }
 
   #check(position: number, size: number): void {
-    if (!(position >= 0 && position + size <= this.#size)) {
+    if (!(position >= 0 && position + size <= this.size)) {
       throw corrupt("message metadata is out of bounds");
     }
   }
 
   u8(position: number): number {
     this.#check(position, 1);
-    return this.#view.getUint8(position);
+    return this.view.getUint8(this.base + position);
   }
 
   i16(position: number): number {
     this.#check(position, 2);
-    return this.#view.getInt16(position, true);
+    return this.view.getInt16(this.base + position, true);
   }
 
   i32(position: number): number {
     this.#check(position, 4);
-    return this.#view.getInt32(position, true);
+    return this.view.getInt32(this.base + position, true);
   }
 
-  i64(position: number): bigint {
+  i64(position: number): number {
     this.#check(position, 8);
-    return this.#view.getBigInt64(position, true);
+    const at = this.base + position;
+    return this.view.getInt32(at + 4, true) * 4294967296 + this.view.getUint32(at, true);
+  }
+
+  /** An int64 inside a vector that {@linkcode FlatBuffer.vector} bounds-checked. */
+  vectorI64(position: number): number {
+    const at = this.base + position;
+    return this.view.getInt32(at + 4, true) * 4294967296 + this.view.getUint32(at, true);
   }
 
   /** The root table's position. */
@@ -142,10 +154,27 @@ class FlatBuffer {
     this.vector(table, index, 1);
   }
 
+  /** True when the string in field `index` holds exactly the bytes of `expected`. */
+  stringEquals(table: number, index: number, expected: Uint8Array): boolean {
+    const { start, length } = this.vector(table, index, 1);
+    if (length !== expected.length) return false;
+    const at = this.base + start;
+    for (let i = 0; i < length; i++) {
+      if (this.view.getUint8(at + i) !== expected[i]) return false;
+    }
+    return true;
+  }
+
   /** An int16 scalar field with its default. */
   scalarI16(table: number, index: number, fallback: number): number {
     const position = this.field(table, index);
     return position === 0 ? fallback : this.i16(position);
+  }
+
+  /** An int32 scalar field with its default. */
+  scalarI32(table: number, index: number, fallback: number): number {
+    const position = this.field(table, index);
+    return position === 0 ? fallback : this.i32(position);
   }
 
   /** A uint8 scalar field with its default. */
@@ -155,7 +184,7 @@ class FlatBuffer {
   }
 
   /** An int64 scalar field with its default. */
-  scalarI64(table: number, index: number, fallback: bigint): bigint {
+  scalarI64(table: number, index: number, fallback: number): number {
     const position = this.field(table, index);
     return position === 0 ? fallback : this.i64(position);
   }
@@ -193,44 +222,103 @@ function checkSchema(fb: FlatBuffer, schema: number): void {
   fb.vector(schema, 3, 8);
 }
 
-/** Checks a RecordBatch table: one row, uncompressed, buffers inside the body. */
-function checkRecordBatch(fb: FlatBuffer, batch: number, bodyLength: number): void {
-  if (fb.scalarI64(batch, 0, 0n) !== 1n) {
+/**
+ * Checks a RecordBatch table: one row, uncompressed, buffers inside the body. Returns the null
+ * count of every field node and the offset and length of every buffer (in pairs).
+ */
+function checkRecordBatch(
+  fb: FlatBuffer,
+  batch: number,
+  bodyLength: number,
+): { nullCounts: number[]; buffers: number[] } {
+  if (fb.scalarI64(batch, 0, 0) !== 1) {
     throw unsupported("ToolMessage RecordBatch must contain exactly one row");
   }
   const nodes = fb.vector(batch, 1, 16);
+  const nullCounts: number[] = [];
   for (let i = 0; i < nodes.length; i++) {
-    const length = fb.i64(nodes.start + 16 * i);
-    const nullCount = fb.i64(nodes.start + 16 * i + 8);
-    if (length !== 1n || nullCount < 0n || nullCount > 1n) {
+    const length = fb.vectorI64(nodes.start + 16 * i);
+    const nullCount = fb.vectorI64(nodes.start + 16 * i + 8);
+    if (length !== 1 || nullCount < 0 || nullCount > 1) {
       throw unsupported("ToolMessage RecordBatch must contain exactly one row");
     }
+    nullCounts.push(nullCount);
   }
-  const buffers = fb.vector(batch, 2, 16);
-  const body = BigInt(bodyLength);
-  for (let i = 0; i < buffers.length; i++) {
-    const offset = fb.i64(buffers.start + 16 * i);
-    const length = fb.i64(buffers.start + 16 * i + 8);
-    if (offset < 0n || length < 0n || offset + length > body) {
+  const vector = fb.vector(batch, 2, 16);
+  const buffers: number[] = [];
+  for (let i = 0; i < vector.length; i++) {
+    const offset = fb.vectorI64(vector.start + 16 * i);
+    const length = fb.vectorI64(vector.start + 16 * i + 8);
+    if (offset < 0 || length < 0 || offset + length > bodyLength) {
       throw corrupt("a record batch buffer lies outside the message body");
     }
+    buffers.push(offset, length);
   }
   if (fb.table(batch, 3) !== 0) {
     throw unsupported("ToolMessage IPC stream must not use body compression");
   }
   fb.vector(batch, 4, 8);
+  return { nullCounts, buffers };
+}
+
+// The metadata of the last schema message that passed checkSchema, and its identity: a sender
+// writes the same schema message every time, and the same bytes pass the same checks.
+let knownSchema: DataView | undefined;
+// A ToolMessage schema takes well under 1 KiB; larger ones are checked every time, not kept.
+const MAX_KNOWN_SCHEMA_BYTES = 4096;
+let knownSchemaId = 0;
+
+function isKnownSchema(view: DataView, start: number, length: number): boolean {
+  const known = knownSchema;
+  if (known === undefined || known.byteLength !== length) return false;
+  let i = 0;
+  for (; i + 4 <= length; i += 4) {
+    if (view.getInt32(start + i, true) !== known.getInt32(i, true)) return false;
+  }
+  for (; i < length; i++) if (view.getUint8(start + i) !== known.getUint8(i)) return false;
+  return true;
 }
 
 /**
- * Walks the stream's messages and returns the byte length of the stream up to and including
- * its one record batch (and the end-of-stream marker when present).
+ * @internal Where the parts of a checked ToolMessage IPC stream are: its one schema and its one
+ * record batch (each message's metadata as a {@linkcode FlatBuffer}, the header table's position
+ * in it and the message's metadata version), the record batch body with its field nodes' null
+ * counts and its buffers, and the byte length of the stream up to and including the batch (and
+ * the end-of-stream marker when present).
  */
-function checkStream(bytes: Uint8Array): number {
+export interface IpcStreamLayout {
+  readonly end: number;
+  readonly schema: FlatBuffer;
+  readonly schemaTable: number;
+  readonly schemaVersion: number;
+  /** Equal for two streams whose schema messages have the same metadata bytes. */
+  readonly schemaId: number;
+  readonly batch: FlatBuffer;
+  readonly batchTable: number;
+  readonly batchVersion: number;
+  readonly bodyStart: number;
+  readonly bodyLength: number;
+  /** The null count of every field node. */
+  readonly nullCounts: readonly number[];
+  /** The offset (in the body) and length of every buffer, in pairs. */
+  readonly buffers: readonly number[];
+}
+
+/** Walks the stream's messages, checking framing and metadata, and returns its layout. */
+function checkStream(bytes: Uint8Array): IpcStreamLayout {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const size = bytes.byteLength;
   let position = 0;
-  let schemas = 0;
-  let batches = 0;
+  let schema: FlatBuffer | undefined;
+  let schemaTable = 0;
+  let schemaVersion = 0;
+  let schemaId = 0;
+  let batch: FlatBuffer | undefined;
+  let batchTable = 0;
+  let batchVersion = 0;
+  let batchBodyStart = 0;
+  let batchBodyLength = 0;
+  let batchRegions: { nullCounts: number[]; buffers: number[] } | undefined;
   while (position < size) {
     if (size - position < 4) throw corrupt("truncated message length");
     let metadataLength = view.getInt32(position, true);
@@ -249,35 +337,51 @@ function checkStream(bytes: Uint8Array): number {
     if (metadataLength < 0 || metadataLength > size - metadataStart) {
       throw corrupt("truncated message metadata");
     }
-    const fb = new FlatBuffer(bytes.subarray(metadataStart, metadataStart + metadataLength));
+    const fb = new FlatBuffer(view, metadataStart, metadataLength);
     const message = fb.root();
     fb.i32(message);
-    if (fb.scalarI16(message, 0, 0) < MIN_METADATA_VERSION) {
+    const version = fb.scalarI16(message, 0, 0);
+    if (version < MIN_METADATA_VERSION) {
       throw unsupported("ToolMessage IPC stream must use Arrow IPC metadata version V4 or V5");
     }
     const headerType = fb.scalarU8(message, 1, 0);
     const header = fb.table(message, 2);
-    const declaredBody = fb.scalarI64(message, 3, 0n);
+    const declaredBody = fb.scalarI64(message, 3, 0);
     checkKeyValues(fb, message, 4);
     const bodyStart = metadataStart + metadataLength;
-    if (declaredBody < 0n || declaredBody > BigInt(size - bodyStart)) {
+    if (declaredBody < 0 || declaredBody > size - bodyStart) {
       throw corrupt("truncated message body");
     }
-    const bodyLength = Number(declaredBody);
+    const bodyLength = declaredBody;
     if (header === 0) throw corrupt("message has no header");
     switch (headerType) {
       case HEADER_SCHEMA:
-        if (schemas > 0 || batches > 0) {
+        if (schema !== undefined || batch !== undefined) {
           throw unsupported("ToolMessage IPC stream must contain exactly one schema");
         }
-        schemas++;
-        checkSchema(fb, header);
+        if (!isKnownSchema(view, metadataStart, metadataLength)) {
+          checkSchema(fb, header);
+          knownSchema = metadataLength <= MAX_KNOWN_SCHEMA_BYTES
+            ? new DataView(bytes.slice(metadataStart, metadataStart + metadataLength).buffer)
+            : undefined;
+          knownSchemaId++;
+        }
+        schemaId = knownSchemaId;
+        schema = fb;
+        schemaTable = header;
+        schemaVersion = version;
         break;
       case HEADER_RECORD_BATCH:
-        if (schemas === 0) throw unsupported("ToolMessage IPC stream must start with a schema");
-        if (batches > 0) throw unsupported(ONE_BATCH);
-        batches++;
-        checkRecordBatch(fb, header, bodyLength);
+        if (schema === undefined) {
+          throw unsupported("ToolMessage IPC stream must start with a schema");
+        }
+        if (batch !== undefined) throw unsupported(ONE_BATCH);
+        batchRegions = checkRecordBatch(fb, header, bodyLength);
+        batch = fb;
+        batchTable = header;
+        batchVersion = version;
+        batchBodyStart = bodyStart;
+        batchBodyLength = bodyLength;
         break;
       case HEADER_DICTIONARY_BATCH:
         throw unsupported("ToolMessage IPC stream must not contain dictionary batches");
@@ -288,9 +392,69 @@ function checkStream(bytes: Uint8Array): number {
     }
     position = bodyStart + bodyLength;
   }
-  if (schemas === 0) throw unsupported("ToolMessage IPC stream must start with a schema");
-  if (batches !== 1) throw unsupported(ONE_BATCH);
-  return position;
+  if (schema === undefined) {
+    throw unsupported("ToolMessage IPC stream must start with a schema");
+  }
+  if (batch === undefined || batchRegions === undefined) throw unsupported(ONE_BATCH);
+  return {
+    end: position,
+    schema,
+    schemaTable,
+    schemaVersion,
+    schemaId,
+    batch,
+    batchTable,
+    batchVersion,
+    bodyStart: batchBodyStart,
+    bodyLength: batchBodyLength,
+    nullCounts: batchRegions.nullCounts,
+    buffers: batchRegions.buffers,
+  };
+}
+
+/**
+ * @internal The bytes argument of an IPC decoder as a `Uint8Array` (no copy), or a `TypeError`
+ * naming `decoder`.
+ */
+export function ipcBytesView(bytes: unknown, decoder: string): Uint8Array {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (ArrayBuffer.isView(bytes)) {
+    const source = bytes as ArrayBufferView;
+    return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  }
+  throw new TypeError(`${decoder} expects IPC bytes (a Uint8Array or ArrayBuffer)`);
+}
+
+/** @internal The `maxBytes` option of an IPC decoder, checked (`RangeError`), with its default. */
+export function ipcByteLimit(maxBytes: number | undefined): number {
+  return checkByteLimit(maxBytes ?? DEFAULT_MAX_IPC_BYTES, "max_bytes");
+}
+
+/**
+ * @internal Checks one ToolMessage IPC stream before anything reads its values: its byte length
+ * against `maximum` (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`), then its framing and every message's
+ * metadata (`FORGE_PROTOCOL_INVALID_MESSAGE`), and returns where its parts are. The one
+ * validation of IPC framing, shared by the apache-arrow decoder and the fast codec.
+ */
+export function checkToolMessageStream(view: Uint8Array, maximum: number): IpcStreamLayout {
+  if (view.byteLength > maximum) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.MESSAGE_TOO_LARGE,
+      `IPC stream size ${view.byteLength} exceeds limit ${maximum}`,
+    );
+  }
+  try {
+    return checkStream(view);
+  } catch (error) {
+    throw asIpcError(error);
+  }
+}
+
+function asIpcError(error: unknown): ToolProtocolError {
+  if (error instanceof ToolProtocolError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return corrupt(detail);
 }
 
 /**
@@ -359,31 +523,14 @@ export function decodeToolMessageIpc(
   bytes: Uint8Array | ArrayBuffer,
   options: DecodeToolMessageIpcOptions = {},
 ): RecordBatch {
-  let view: Uint8Array;
-  if (bytes instanceof Uint8Array) view = bytes;
-  else if (bytes instanceof ArrayBuffer) view = new Uint8Array(bytes);
-  else if (ArrayBuffer.isView(bytes)) {
-    const source = bytes as ArrayBufferView;
-    view = new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
-  } else {
-    throw new TypeError("decodeToolMessageIpc expects IPC bytes (a Uint8Array or ArrayBuffer)");
-  }
-  const maximum = checkByteLimit(options.maxBytes ?? DEFAULT_MAX_IPC_BYTES, "max_bytes");
-  if (view.byteLength > maximum) {
-    throw new ToolProtocolError(
-      ToolErrorCodes.MESSAGE_TOO_LARGE,
-      `IPC stream size ${view.byteLength} exceeds limit ${maximum}`,
-    );
-  }
+  const view = ipcBytesView(bytes, "decodeToolMessageIpc");
+  const layout = checkToolMessageStream(view, ipcByteLimit(options.maxBytes));
   try {
-    const end = checkStream(view);
     const batches: RecordBatch[] = [];
-    for (const batch of RecordBatchReader.from(view.subarray(0, end))) batches.push(batch);
+    for (const batch of RecordBatchReader.from(view.subarray(0, layout.end))) batches.push(batch);
     if (batches.length !== 1) throw unsupported(ONE_BATCH);
     return batches[0];
   } catch (error) {
-    if (error instanceof ToolProtocolError) throw error;
-    const detail = error instanceof Error ? error.message : String(error);
-    throw corrupt(detail);
+    throw asIpcError(error);
   }
 }

@@ -1,13 +1,16 @@
 /**
  * Serving a {@linkcode ToolEndpointHandler} on a Dora transport: request bytes (an Arrow IPC
- * stream holding one ToolMessage) → bounded IPC decode → the binding's `dispatchInput` → IPC
- * encode → the response output. Events of Actions and Sessions are published on the same output
- * after their response, through the binding's publication barrier.
+ * stream holding one ToolMessage) → the binding's `dispatchIpc` (the fast codec: bounded IPC
+ * decode, carrier rules, dispatch, IPC encode) → the response output. Events of Actions and
+ * Sessions are published on the same output after their response, through the binding's
+ * publication barrier. The `codec: "generic"` option runs the same node through apache-arrow's
+ * generic IPC reader and writer instead, for comparison.
  *
  * @module
  */
 import type { ToolEndpointHandler } from "../handler/handler.ts";
 import { DoraToolEndpointBinding } from "./binding.ts";
+import type { ToolEndpointRequestHandler } from "./runner.ts";
 import { decodeToolMessageIpc, encodeToolMessageIpc } from "./ipc.ts";
 import {
   runToolEndpointNode,
@@ -32,6 +35,13 @@ export interface ServeToolEndpointOptions {
   readonly graceMs?: number;
   /** Where the node logs. */
   readonly logger?: ToolEndpointNodeLogger;
+  /**
+   * How requests are decoded and messages encoded: `"fast"` (default) with the specialised
+   * ToolMessage codec ({@linkcode DoraToolEndpointBinding.dispatchIpc}), `"generic"` with
+   * apache-arrow's IPC reader and writer around {@linkcode DoraToolEndpointBinding.dispatchInput}.
+   * Both give the same answers; the choice is for comparison.
+   */
+  readonly codec?: "fast" | "generic";
 }
 
 /**
@@ -54,11 +64,26 @@ export function serveToolEndpoint(
   const responseOutputId = options.responseOutputId ?? "tool_response";
   const graceMs = options.graceMs ?? 5000;
   const send = (bytes: Uint8Array) => transport.sendOutput(responseOutputId, bytes);
+  const codec = options.codec ?? "fast";
+  if (codec !== "fast" && codec !== "generic") {
+    throw new RangeError('codec must be "fast" or "generic"');
+  }
   const binding = new DoraToolEndpointBinding(handler, {
     maxMessageBytes: options.maxMessageBytes,
     maxCarrierBytes: options.maxCarrierBytes,
     eventSink: (batch) => send(encodeToolMessageIpc(batch)),
+    ipcEventSink: send,
   });
+  const handle: ToolEndpointRequestHandler = codec === "fast"
+    ? async (request, publish) => {
+      for (const response of await binding.dispatchIpc(request)) await publish(response);
+    }
+    : async (request, publish) => {
+      const batch = decodeToolMessageIpc(request, { maxBytes: binding.maxCarrierBytes });
+      for (const response of await binding.dispatchInput(batch)) {
+        await publish(encodeToolMessageIpc(response));
+      }
+    };
   return runToolEndpointNode({
     transport,
     requestInputId: options.requestInputId,
@@ -66,11 +91,6 @@ export function serveToolEndpoint(
     graceMs,
     logger: options.logger,
     onShutdown: () => handler.close({ graceMs }),
-    handle: async (request, publish) => {
-      const batch = decodeToolMessageIpc(request, { maxBytes: binding.maxCarrierBytes });
-      for (const response of await binding.dispatchInput(batch)) {
-        await publish(encodeToolMessageIpc(response));
-      }
-    },
+    handle,
   });
 }

@@ -1,0 +1,285 @@
+/**
+ * Runs the bench suites (`deno bench --json`, one process, one run) and prints every case beside
+ * its group's baseline, then a short table of the key ratios: the Wire codec against bare
+ * `JSON.parse`/`JSON.stringify`, the execution ledger against a bare `Map`, the fast carrier codec
+ * against apache-arrow's generic path, and the fast codec at 64 KiB against the Wire codec. The
+ * carrier ratios are checked against the targets they are held to.
+ *
+ * ```sh
+ * deno task bench                                  # every suite in bench/
+ * deno run -A bench/summary.ts bench/carrier_bench.ts --save=run.json
+ * deno run -A bench/summary.ts --from=run.json     # summarise a saved run again
+ * ```
+ *
+ * @module
+ */
+
+interface BenchStats {
+  readonly n: number;
+  readonly min: number;
+  readonly avg: number;
+  readonly p75: number;
+  readonly p99: number;
+}
+
+interface BenchRecord {
+  readonly origin: string;
+  readonly group: string | null;
+  readonly name: string;
+  readonly baseline: boolean;
+  readonly results: readonly { readonly ok?: BenchStats; readonly failed?: unknown }[];
+}
+
+interface BenchReport {
+  readonly runtime: string;
+  readonly cpu: string;
+  readonly benches: readonly BenchRecord[];
+}
+
+const SUITES = ["bench/wire_bench.ts", "bench/ledger_bench.ts", "bench/carrier_bench.ts"];
+const BENCH_FLAGS = ["--v8-flags=--expose-gc", "--allow-read", "--allow-env", "--allow-ffi"];
+
+/** Runs `deno bench --json` on `files`; module output (console logs) is echoed as it was. */
+async function runBenches(files: readonly string[]): Promise<string> {
+  console.error(`running deno bench on ${files.join(", ")} (one run; this takes a while)…`);
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["bench", "--json", ...BENCH_FLAGS, ...files],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  if (!output.success) {
+    console.log(text);
+    throw new Error(`deno bench failed with exit code ${output.code}`);
+  }
+  return text;
+}
+
+/** Splits `deno bench --json` output into what the modules printed and the report. */
+function parseReport(text: string): { printed: string; report: BenchReport } {
+  const start = text.search(/^\{\s*"version"/m);
+  if (start < 0) throw new Error("no deno bench JSON report in the output");
+  return { printed: text.slice(0, start).trimEnd(), report: JSON.parse(text.slice(start)) };
+}
+
+function formatTime(ns: number): string {
+  if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  if (ns >= 1e3) return `${(ns / 1e3).toFixed(2)} µs`;
+  return `${ns.toFixed(0)} ns`;
+}
+
+function formatRate(ns: number): string {
+  return Math.round(1e9 / ns).toLocaleString("en-US");
+}
+
+function table(rows: readonly (readonly string[])[], right: readonly boolean[]): string {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
+  const line = (row: readonly string[]) =>
+    "| " + row.map((cell, c) => right[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))
+      .join(" | ") +
+    " |";
+  const rule = "|" + widths.map((w, c) => (right[c] ? "-".repeat(w + 1) + ":" : "-".repeat(w + 2)))
+    .join("|") +
+    "|";
+  return [line(rows[0]), rule, ...rows.slice(1).map(line)].join("\n");
+}
+
+function suiteOf(record: BenchRecord): string {
+  return record.origin.split("/").pop()!.replace(/_bench\.ts$/, "");
+}
+
+/** Every case with its average, rate and ratio to its group's baseline. */
+function printCases(report: BenchReport): void {
+  const rows: string[][] = [["suite", "group", "case", "avg", "iter/s", "× baseline"]];
+  const baselines = new Map<string, number>();
+  for (const record of report.benches) {
+    const stats = record.results[0]?.ok;
+    if (record.baseline && stats !== undefined) {
+      baselines.set(`${record.origin}#${record.group}`, stats.avg);
+    }
+  }
+  for (const record of report.benches) {
+    const stats = record.results[0]?.ok;
+    const base = baselines.get(`${record.origin}#${record.group}`);
+    rows.push([
+      suiteOf(record),
+      record.group ?? "",
+      record.name,
+      stats === undefined ? "failed" : formatTime(stats.avg),
+      stats === undefined ? "" : formatRate(stats.avg),
+      stats === undefined || base === undefined
+        ? ""
+        : record.baseline
+        ? "baseline"
+        : `${(stats.avg / base).toFixed(2)}×`,
+    ]);
+  }
+  console.log(table(rows, [false, false, false, true, true, true]));
+}
+
+/** The average time of the case of `group` whose name starts with `prefix`. */
+function avg(report: BenchReport, group: string, prefix: string): number | undefined {
+  const record = report.benches.find((bench) =>
+    bench.group === group && bench.name.startsWith(prefix)
+  );
+  return record?.results[0]?.ok?.avg;
+}
+
+interface KeyRatio {
+  readonly suite: string;
+  readonly measure: string;
+  readonly value: number | undefined;
+  /** How the value reads: a cost relative to the reference (lower is better) or a speed-up. */
+  readonly unit: "cost" | "speed-up";
+  readonly target?: { readonly atLeast?: number; readonly atMost?: number };
+}
+
+function ratio(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined ? undefined : a / b;
+}
+
+function keyRatios(report: BenchReport): KeyRatio[] {
+  const out: KeyRatio[] = [];
+  for (const size of ["typical", "64KiB"]) {
+    out.push({
+      suite: "wire",
+      measure: `decodeEnvelope ${size} / JSON.parse(TextDecoder)`,
+      value: ratio(
+        avg(report, `decode ${size}`, "decodeEnvelope"),
+        avg(report, `decode ${size}`, "JSON.parse"),
+      ),
+      unit: "cost",
+    });
+    out.push({
+      suite: "wire",
+      measure: `encodeEnvelope ${size} / TextEncoder(JSON.stringify)`,
+      value: ratio(
+        avg(report, `encode ${size}`, "encodeEnvelope"),
+        avg(report, `encode ${size}`, "TextEncoder"),
+      ),
+      unit: "cost",
+    });
+  }
+  out.push(
+    {
+      suite: "ledger",
+      measure: "Action invoke+status+result / bare Map",
+      value: ratio(
+        avg(report, "action round trip", "dispatch"),
+        avg(report, "action round trip", "bare Map"),
+      ),
+      unit: "cost",
+    },
+    {
+      suite: "ledger",
+      measure: "duplicate invoke replay / bare Map lookup",
+      value: ratio(
+        avg(report, "duplicate replay", "dispatch"),
+        avg(report, "duplicate replay", "bare Map"),
+      ),
+      unit: "cost",
+    },
+    {
+      suite: "ledger",
+      measure: "Query invoke / bare call",
+      value: ratio(
+        avg(report, "query invoke", "dispatch"),
+        avg(report, "query invoke", "bare call"),
+      ),
+      unit: "cost",
+    },
+  );
+  for (const size of ["typical", "64KiB"]) {
+    const decode = `carrier decode ${size}`;
+    const encode = `carrier encode ${size}`;
+    const roundTrip = `node round trip ${size}`;
+    const typical = size === "typical";
+    out.push(
+      {
+        suite: "carrier",
+        measure: `fast vs generic: IPC → validated envelope ${size}`,
+        value: ratio(avg(report, decode, "generic"), avg(report, decode, "fast")),
+        unit: "speed-up",
+        target: typical ? { atLeast: 5 } : undefined,
+      },
+      {
+        suite: "carrier",
+        measure: `fast vs generic: envelope → IPC ${size}`,
+        value: ratio(avg(report, encode, "generic"), avg(report, encode, "fast")),
+        unit: "speed-up",
+        target: typical ? { atLeast: 5 } : undefined,
+      },
+      {
+        suite: "carrier",
+        measure: `fast vs generic: node round trip ${size}`,
+        value: ratio(avg(report, roundTrip, "generic"), avg(report, roundTrip, "fast")),
+        unit: "speed-up",
+        target: typical ? { atLeast: 5 } : undefined,
+      },
+      {
+        suite: "carrier",
+        measure: `fast IPC → validated envelope ${size} / Wire decodeEnvelope`,
+        value: ratio(avg(report, decode, "fast"), avg(report, decode, "Wire")),
+        unit: "cost",
+        target: typical ? undefined : { atMost: 1.3 },
+      },
+      {
+        suite: "carrier",
+        measure: `fast envelope → IPC ${size} / Wire encodeEnvelope`,
+        value: ratio(avg(report, encode, "fast"), avg(report, encode, "Wire")),
+        unit: "cost",
+        target: typical ? undefined : { atMost: 1.3 },
+      },
+      {
+        suite: "carrier",
+        measure: `fast IPC → validated envelope ${size} / JSON.parse floor`,
+        value: ratio(avg(report, decode, "fast"), avg(report, decode, "floor")),
+        unit: "cost",
+      },
+    );
+  }
+  return out.filter((row) => row.value !== undefined);
+}
+
+function printKeyRatios(report: BenchReport): boolean {
+  const rows: string[][] = [["suite", "ratio", "value", "target", ""]];
+  let met = true;
+  for (const row of keyRatios(report)) {
+    const value = row.value!;
+    let target = "";
+    let verdict = "";
+    if (row.target?.atLeast !== undefined) {
+      target = `≥ ${row.target.atLeast}`;
+      verdict = value >= row.target.atLeast ? "met" : "MISSED";
+    } else if (row.target?.atMost !== undefined) {
+      target = `≤ ${row.target.atMost}`;
+      verdict = value <= row.target.atMost ? "met" : "MISSED";
+    }
+    if (verdict === "MISSED") met = false;
+    rows.push([row.suite, `${row.measure} (${row.unit})`, `${value.toFixed(2)}×`, target, verdict]);
+  }
+  console.log(table(rows, [false, false, true, false, false]));
+  return met;
+}
+
+if (import.meta.main) {
+  const from = Deno.args.find((arg) => arg.startsWith("--from="))?.slice("--from=".length);
+  const save = Deno.args.find((arg) => arg.startsWith("--save="))?.slice("--save=".length);
+  const files = Deno.args.filter((arg) => !arg.startsWith("--"));
+  const text = from !== undefined ? await Deno.readTextFile(from) : await runBenches(
+    files.length > 0 ? files : SUITES,
+  );
+  if (save !== undefined) await Deno.writeTextFile(save, text);
+  const { printed, report } = parseReport(text);
+  if (printed.length > 0) console.log(printed + "\n");
+  console.log(
+    `${report.runtime} on ${report.cpu} (${navigator.hardwareConcurrency} logical cores)\n`,
+  );
+  printCases(report);
+  console.log(
+    "\nKey ratios of average times in this run (cost: a ÷ b, lower is better; speed-up: " +
+      "generic ÷ fast, higher is better)\n",
+  );
+  const met = printKeyRatios(report);
+  if (!met) console.log("\nSome carrier targets were missed in this run (a noisy machine?).");
+}

@@ -1,0 +1,608 @@
+/**
+ * The fast ToolMessage IPC codec: a logical envelope straight to Arrow IPC stream bytes and back,
+ * specialised for the carrier's fixed schema (ten columns, Utf8 and Int64, one row) so the hot
+ * path builds no generic apache-arrow objects.
+ *
+ * **Equivalence.** {@linkcode decodeToolEnvelopeIpc} returns what
+ * `toolMessageToEnvelope(decodeToolMessageIpc(bytes))` returns for every input — the same
+ * envelope, or the same error (class, code, message and path). It shares the IPC framing and
+ * metadata validation with {@linkcode decodeToolMessageIpc} and the carrier rules with
+ * {@linkcode toolMessageToEnvelope}; between the two it reads the ten columns from the record
+ * batch body itself, the way apache-arrow would materialise them. A stream it does not read
+ * exactly that way — another schema, other metadata versions, buffers apache-arrow would reject
+ * for alignment, more or fewer field nodes or buffers than the schema needs — goes through the
+ * generic path instead, so it is never misread. {@linkcode encodeToolEnvelopeIpc} writes bytes
+ * that apache-arrow and pyarrow read to the values `toolEnvelopeToMessage` holds, after the same
+ * checks in the same order.
+ *
+ * **Stream layout written.** Three parts, each 8-byte aligned:
+ *
+ * 1. The schema message: `0xFFFFFFFF` (continuation marker), the metadata length (int32, a
+ *    multiple of 8), then a `Message` flatbuffer (metadata version V5, header `Schema`:
+ *    little-endian, ten fields with an empty `children` vector and a type table each — `Utf8` or
+ *    `Int { bitWidth: 64, is_signed: true }` — names and nullability of
+ *    {@linkcode TOOL_MESSAGE_SCHEMA}, no custom metadata), zero-padded; no body. Constant.
+ * 2. The record batch message: marker, length, `Message` (V5, header `RecordBatch`: `length` 1,
+ *    ten `FieldNode`s of length 1 and null count 0 or 1, 29 `Buffer`s, no compression), then the
+ *    body. In column order, each column's buffers: a validity bitmap (length 0 when the value
+ *    is present; one byte `0x00` when it is null), for Utf8 the two int32 value offsets
+ *    `[0, n]` (8 bytes) and the `n` UTF-8 bytes of the value, for Int64 the 8-byte
+ *    little-endian value (zero when null). Every buffer starts 8-byte aligned; padding is zero.
+ *    `payload_json` comes last, written straight into the body from the payload's compact JSON.
+ * 3. The end-of-stream marker `0xFFFFFFFF 0x00000000`.
+ *
+ * @module
+ */
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
+import { checkByteLimit, checkMessageSize, utf8Length } from "../wire/codec.ts";
+import { ToolEnvelope } from "../wire/envelope.ts";
+import { encodeJson } from "../wire/_json_encode.ts";
+import { validateMessageEnvelope } from "../wire/messages.ts";
+import {
+  CARRIER_COLUMN,
+  carrierDecodeLimits,
+  type CarrierRow,
+  checkedCarrierEnvelope,
+  checkedUtf8Range,
+  envelopeFromRow,
+  envelopeHeaderBound,
+  envelopeHeaderBytes,
+  invalidBitmap,
+  invalidBuffers,
+  TOOL_MESSAGE_SCHEMA,
+  type ToolEnvelopeToMessageOptions,
+  toolMessageToEnvelope,
+  type ToolMessageToEnvelopeOptions,
+  type Utf8Range,
+} from "./carrier.ts";
+import {
+  checkToolMessageStream,
+  decodeToolMessageIpc,
+  type DecodeToolMessageIpcOptions,
+  ipcByteLimit,
+  ipcBytesView,
+  type IpcStreamLayout,
+} from "./ipc.ts";
+
+/** Options of {@linkcode encodeToolEnvelopeIpc}: those of {@linkcode toolEnvelopeToMessage}. */
+export type EncodeToolEnvelopeIpcOptions = ToolEnvelopeToMessageOptions;
+
+/**
+ * Options of {@linkcode decodeToolEnvelopeIpc}: the IPC stream limit of
+ * {@linkcode decodeToolMessageIpc} and the carrier limits of {@linkcode toolMessageToEnvelope}.
+ */
+export interface DecodeToolEnvelopeIpcOptions
+  extends DecodeToolMessageIpcOptions, ToolMessageToEnvelopeOptions {}
+
+const encoder = new TextEncoder();
+
+// Flatbuffers enums (Schema.fbs, Message.fbs).
+const METADATA_V4 = 3;
+const METADATA_V5 = 4;
+const HEADER_SCHEMA = 1;
+const HEADER_RECORD_BATCH = 3;
+const TYPE_INT = 2;
+const TYPE_UTF8 = 5;
+
+const COLUMNS = TOOL_MESSAGE_SCHEMA.fields.length;
+const SEQUENCE = CARRIER_COLUMN.sequence;
+/** Buffers per column: validity, offsets and data for Utf8; validity and data for Int64. */
+const BUFFERS = COLUMNS * 3 - 1;
+
+/** The index of the first (validity) buffer of column `column`. */
+function firstBuffer(column: number): number {
+  return column <= SEQUENCE ? 3 * column : 3 * column - 1;
+}
+
+function align8(n: number): number {
+  return (n + 7) & ~7;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The constant metadata, built once by a small forward flatbuffer writer: every table is written
+// after its vtable and before its children, so each reference points forward, and every scalar,
+// vector and struct is aligned to its size.
+
+type FbScalar = { readonly size: 1 | 2 | 4 | 8; readonly value: number; readonly mark?: string };
+type FbRef = { readonly ref: FbNode };
+type FbField = FbScalar | FbRef | undefined;
+type FbNode =
+  | { readonly table: readonly FbField[] }
+  | { readonly string: string }
+  | { readonly tables: readonly FbNode[] }
+  | { readonly structs: number; readonly size: number; readonly mark: string };
+
+class ForwardFlatBufferWriter {
+  readonly marks = new Map<string, number>();
+  #bytes = new Uint8Array(4096);
+  #view = new DataView(this.#bytes.buffer);
+  #pos = 0;
+
+  /** Writes `root` as a flatbuffer; the result is zero-padded to a multiple of 8. */
+  finish(root: FbNode): Uint8Array {
+    this.#pos = 4;
+    this.#view.setUint32(0, this.#node(root), true);
+    this.#pos = align8(this.#pos);
+    return this.#bytes.slice(0, this.#pos);
+  }
+
+  #node(node: FbNode): number {
+    if ("table" in node) return this.#table(node.table);
+    if ("string" in node) {
+      this.#pos = (this.#pos + 3) & ~3;
+      const start = this.#pos;
+      const bytes = encoder.encode(node.string);
+      this.#view.setUint32(start, bytes.length, true);
+      this.#bytes.set(bytes, start + 4);
+      this.#pos = start + 4 + bytes.length + 1; // NUL-terminated
+      return start;
+    }
+    if ("tables" in node) {
+      this.#pos = (this.#pos + 3) & ~3;
+      const start = this.#pos;
+      this.#view.setUint32(start, node.tables.length, true);
+      this.#pos = start + 4 + 4 * node.tables.length;
+      node.tables.forEach((item, i) => {
+        const slot = start + 4 + 4 * i;
+        this.#view.setUint32(slot, this.#node(item) - slot, true);
+      });
+      return start;
+    }
+    // A vector of structs: the elements are 8-byte aligned.
+    while (this.#pos % 8 !== 4) this.#pos++;
+    const start = this.#pos;
+    this.#view.setUint32(start, node.structs, true);
+    this.marks.set(node.mark, start + 4);
+    this.#pos = start + 4 + node.structs * node.size;
+    return start;
+  }
+
+  #table(fields: readonly FbField[]): number {
+    this.#pos = (this.#pos + 3) & ~3;
+    const vtable = this.#pos;
+    const vtableSize = 4 + 2 * fields.length;
+    this.#pos += (vtableSize + 3) & ~3;
+    // Inline fields, widest first, so each is aligned once the table start is.
+    const sizeOf = (field: FbField) => field === undefined ? 0 : "ref" in field ? 4 : field.size;
+    const order = fields.map((_, i) => i).filter((i) => fields[i] !== undefined)
+      .sort((a, b) => sizeOf(fields[b]) - sizeOf(fields[a]) || a - b);
+    const wide = order.some((i) => sizeOf(fields[i]) === 8);
+    while (this.#pos % (wide ? 8 : 4) !== (wide ? 4 : 0)) this.#pos++;
+    const table = this.#pos;
+    this.#view.setInt32(table, table - vtable, true);
+    let at = table + 4;
+    const positions: number[] = [];
+    for (const i of order) {
+      const size = sizeOf(fields[i]);
+      while (at % size !== 0) at++;
+      positions[i] = at;
+      at += size;
+    }
+    const tableSize = ((at - table) + 3) & ~3;
+    this.#pos = table + tableSize;
+    this.#view.setUint16(vtable, vtableSize, true);
+    this.#view.setUint16(vtable + 2, tableSize, true);
+    fields.forEach((_, i) => {
+      this.#view.setUint16(
+        vtable + 4 + 2 * i,
+        positions[i] === undefined ? 0 : positions[i] - table,
+        true,
+      );
+    });
+    for (const i of order) {
+      const field = fields[i]!;
+      const at = positions[i];
+      if ("ref" in field) continue;
+      if (field.mark !== undefined) this.marks.set(field.mark, at);
+      if (field.size === 1) this.#view.setUint8(at, field.value);
+      else if (field.size === 2) this.#view.setInt16(at, field.value, true);
+      else if (field.size === 4) this.#view.setInt32(at, field.value, true);
+      else this.#view.setBigInt64(at, BigInt(field.value), true);
+    }
+    for (const i of order) {
+      const field = fields[i]!;
+      if (!("ref" in field)) continue;
+      const at = positions[i];
+      this.#view.setUint32(at, this.#node(field.ref) - at, true);
+    }
+    return table;
+  }
+}
+
+/** A message: continuation marker, metadata length, the metadata (a multiple of 8). */
+function framed(metadata: Uint8Array): Uint8Array {
+  const out = new Uint8Array(8 + metadata.length);
+  const view = new DataView(out.buffer);
+  view.setInt32(0, -1, true);
+  view.setInt32(4, metadata.length, true);
+  out.set(metadata, 8);
+  return out;
+}
+
+function schemaMessage(): Uint8Array {
+  const fields = TOOL_MESSAGE_SCHEMA.fields.map((field, i): FbNode => ({
+    table: [
+      { ref: { string: field.name } },
+      { size: 1, value: field.nullable ? 1 : 0 },
+      { size: 1, value: i === SEQUENCE ? TYPE_INT : TYPE_UTF8 },
+      {
+        ref: i === SEQUENCE
+          ? { table: [{ size: 4, value: 64 }, { size: 1, value: 1 }] }
+          : { table: [] },
+      },
+      undefined,
+      { ref: { tables: [] } },
+    ],
+  }));
+  const message: FbNode = {
+    table: [
+      { size: 2, value: METADATA_V5 },
+      { size: 1, value: HEADER_SCHEMA },
+      { ref: { table: [{ size: 2, value: 0 }, { ref: { tables: fields } }] } },
+      { size: 8, value: 0 },
+    ],
+  };
+  return framed(new ForwardFlatBufferWriter().finish(message));
+}
+
+function batchMessage(): { bytes: Uint8Array; bodyLength: number; nodes: number; buffers: number } {
+  const writer = new ForwardFlatBufferWriter();
+  const metadata = writer.finish({
+    table: [
+      { size: 2, value: METADATA_V5 },
+      { size: 1, value: HEADER_RECORD_BATCH },
+      {
+        ref: {
+          table: [
+            { size: 8, value: 1 },
+            { ref: { structs: COLUMNS, size: 16, mark: "nodes" } },
+            { ref: { structs: BUFFERS, size: 16, mark: "buffers" } },
+          ],
+        },
+      },
+      { size: 8, value: 0, mark: "bodyLength" },
+    ],
+  });
+  const nodes = writer.marks.get("nodes")!;
+  const view = new DataView(metadata.buffer);
+  for (let i = 0; i < COLUMNS; i++) view.setBigInt64(nodes + 16 * i, 1n, true);
+  return {
+    bytes: framed(metadata),
+    bodyLength: 8 + writer.marks.get("bodyLength")!,
+    nodes: 8 + nodes,
+    buffers: 8 + writer.marks.get("buffers")!,
+  };
+}
+
+const SCHEMA_MESSAGE = schemaMessage();
+const BATCH_MESSAGE = batchMessage();
+/** The schema message and the record batch metadata template: the head of every stream. */
+const HEAD = new Uint8Array(SCHEMA_MESSAGE.length + BATCH_MESSAGE.bytes.length);
+HEAD.set(SCHEMA_MESSAGE, 0);
+HEAD.set(BATCH_MESSAGE.bytes, SCHEMA_MESSAGE.length);
+const BODY_LENGTH_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.bodyLength;
+const NODES_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.nodes;
+const BUFFERS_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.buffers;
+const BODY_AT = HEAD.length;
+const END_OF_STREAM = 8;
+
+// ---------------------------------------------------------------------------------------------
+// Envelope -> IPC bytes
+
+function setInt64(view: DataView, at: number, value: number): void {
+  view.setUint32(at, value >>> 0, true);
+  view.setUint32(at + 4, Math.floor(value / 4294967296), true);
+}
+
+/**
+ * Writes `value` as UTF-8 at `at` (room for 3 bytes per UTF-16 unit) and returns the byte count:
+ * ASCII directly, anything else through the encoder.
+ */
+function writeText(out: Uint8Array, at: number, value: string): number {
+  const length = value.length;
+  for (let i = 0; i < length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0x80) return encoder.encodeInto(value, out.subarray(at, at + 3 * length)).written;
+    out[at + i] = c;
+  }
+  return length;
+}
+
+/**
+ * Encodes an envelope as a ToolMessage Arrow IPC stream (schema, one record batch, end-of-stream
+ * marker) without building apache-arrow objects; the bytes are those
+ * `encodeToolMessageIpc(toolEnvelopeToMessage(envelope, options))` writes up to layout (see the
+ * module documentation), and apache-arrow and pyarrow read them to the same values.
+ *
+ * Checks, in the order of {@linkcode toolEnvelopeToMessage}: the argument (`TypeError`),
+ * `maxMessageBytes` (`RangeError`), the full typed validation of the message
+ * ({@linkcode validateMessageEnvelope}), then the logical encoded size
+ * (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`, "message size N exceeds limit M"). The payload's compact
+ * JSON is written straight into the record batch body; the bytes may be a view of a slightly
+ * larger buffer (the room reserved for it before its UTF-8 length was known).
+ *
+ * @example
+ * ```ts
+ * import { ToolEnvelope } from "@forge/tool";
+ * import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "@forge/tool/dora";
+ * const bytes = encodeToolEnvelopeIpc(
+ *   new ToolEnvelope({
+ *     messageType: "endpoint.unregister",
+ *     requestId: "unregister-1",
+ *     endpointId: "vision.yolo",
+ *     endpointInstanceId: "instance-1",
+ *   }),
+ * );
+ * console.log(decodeToolEnvelopeIpc(bytes).requestId); // unregister-1
+ * ```
+ */
+export function encodeToolEnvelopeIpc(
+  envelope: ToolEnvelope,
+  options: EncodeToolEnvelopeIpcOptions = {},
+): Uint8Array {
+  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
+  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  validateMessageEnvelope(envelope);
+  const payload = encodeJson(envelope.payload, "payload");
+  const units = payload.length;
+  // A UTF-16 unit takes 1 to 3 bytes: the exact size is only needed when the bound passes the
+  // limit.
+  if (envelopeHeaderBound(envelope) + 3 * units > maximum) {
+    checkMessageSize(envelopeHeaderBytes(envelope) + utf8Length(payload), maximum);
+  }
+
+  // Columns 0-7 are Utf8 headers, 8 the sequence, 9 payload_json.
+  const values = [
+    envelope.protocol,
+    envelope.messageType,
+    envelope.requestId,
+    envelope.invocationId,
+    envelope.attemptId,
+    envelope.endpointId,
+    envelope.endpointInstanceId,
+    envelope.operation,
+  ];
+  let headerRoom = 0;
+  for (const value of values) headerRoom += value === undefined ? 16 : 8 + align8(3 * value.length);
+  // Room for the payload: one byte per unit and some; a wider payload is measured and rewritten.
+  let room = units + (units >>> 3) + 64;
+  for (;;) {
+    const out = new Uint8Array(BODY_AT + headerRoom + 16 + 8 + align8(room) + END_OF_STREAM);
+    const view = new DataView(out.buffer);
+    out.set(HEAD, 0);
+    let offset = 0;
+    for (let column = 0; column < values.length; column++) {
+      const entry = BUFFERS_AT + 16 * firstBuffer(column);
+      const value = values[column];
+      if (value === undefined) {
+        setInt64(view, NODES_AT + 16 * column + 8, 1);
+        // validity: one zero byte; offsets: [0, 0]; data: empty.
+        setInt64(view, entry, offset);
+        setInt64(view, entry + 8, 1);
+        setInt64(view, entry + 16, offset + 8);
+        setInt64(view, entry + 24, 8);
+        setInt64(view, entry + 32, offset + 16);
+        offset += 16;
+      } else {
+        const length = writeText(out, BODY_AT + offset + 8, value);
+        view.setInt32(BODY_AT + offset + 4, length, true);
+        setInt64(view, entry, offset);
+        setInt64(view, entry + 16, offset);
+        setInt64(view, entry + 24, 8);
+        setInt64(view, entry + 32, offset + 8);
+        setInt64(view, entry + 40, length);
+        offset += 8 + align8(length);
+      }
+    }
+    const sequence = BUFFERS_AT + 16 * firstBuffer(SEQUENCE);
+    setInt64(view, sequence, offset);
+    if (envelope.sequence === undefined) {
+      setInt64(view, NODES_AT + 16 * SEQUENCE + 8, 1);
+      setInt64(view, sequence + 8, 1);
+      offset += 8;
+    } else {
+      setInt64(view, BODY_AT + offset, envelope.sequence);
+    }
+    setInt64(view, sequence + 16, offset);
+    setInt64(view, sequence + 24, 8);
+    offset += 8;
+    // payload_json: no validity bytes, offsets [0, n], then the payload's UTF-8 written in place.
+    const payloadJson = BUFFERS_AT + 16 * firstBuffer(CARRIER_COLUMN.payload_json);
+    const at = BODY_AT + offset + 8;
+    const { read, written } = encoder.encodeInto(payload, out.subarray(at, at + room));
+    if (read < units) {
+      room = written + utf8Length(payload.slice(read));
+      continue;
+    }
+    view.setInt32(BODY_AT + offset + 4, written, true);
+    setInt64(view, payloadJson, offset);
+    setInt64(view, payloadJson + 16, offset);
+    setInt64(view, payloadJson + 24, 8);
+    setInt64(view, payloadJson + 32, offset + 8);
+    setInt64(view, payloadJson + 40, written);
+    offset += 8 + align8(written);
+    setInt64(view, BODY_LENGTH_AT, offset);
+    view.setInt32(BODY_AT + offset, -1, true);
+    const total = BODY_AT + offset + END_OF_STREAM;
+    return total === out.length ? out : out.subarray(0, total);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// IPC bytes -> envelope
+
+const NAMES = TOOL_MESSAGE_SCHEMA.fields.map((field) => encoder.encode(field.name));
+const NULLABLE = TOOL_MESSAGE_SCHEMA.fields.map((field) => field.nullable);
+
+/** True when the checked schema is exactly the carrier's, as apache-arrow reads it. */
+function schemaMatches(layout: IpcStreamLayout): boolean {
+  const fb = layout.schema;
+  const fields = fb.vector(layout.schemaTable, 1, 4);
+  if (fields.length !== COLUMNS) return false;
+  for (let i = 0; i < COLUMNS; i++) {
+    const field = fb.element(fields.start, i);
+    if (!fb.stringEquals(field, 0, NAMES[i])) return false;
+    if ((fb.scalarU8(field, 1, 0) !== 0) !== NULLABLE[i]) return false;
+    const tag = fb.scalarU8(field, 2, 0);
+    if (i === SEQUENCE) {
+      if (tag !== TYPE_INT) return false;
+      const type = fb.table(field, 3);
+      if (type === 0 || fb.scalarI32(type, 0, 0) !== 64 || fb.scalarU8(type, 1, 0) === 0) {
+        return false;
+      }
+    } else if (tag !== TYPE_UTF8) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * @internal Row 0 of a ToolMessage read from IPC bytes: the record batch's buffers, read the way
+ * apache-arrow materialises them, with the errors the carrier reports for them.
+ */
+export class IpcCarrierRow implements CarrierRow {
+  /** The in-memory size apache-arrow's batch would have ({@linkcode toolMessageCarrierSize}). */
+  readonly carrierSize: number;
+  readonly #bytes: Uint8Array;
+  readonly #view: DataView;
+  readonly #body: number;
+  /** Offset and length of every buffer, relative to the body. */
+  readonly #buffers: readonly number[];
+  readonly #nulls: readonly number[];
+
+  constructor(
+    bytes: Uint8Array,
+    view: DataView,
+    body: number,
+    buffers: readonly number[],
+    nulls: readonly number[],
+  ) {
+    this.#bytes = bytes;
+    this.#view = view;
+    this.#body = body;
+    this.#buffers = buffers;
+    this.#nulls = nulls;
+    let size = 0;
+    for (let column = 0; column < COLUMNS; column++) {
+      const b = firstBuffer(column);
+      if (nulls[column] > 0) size += buffers[2 * b + 1];
+      if (column === SEQUENCE) size += buffers[2 * b + 3] - buffers[2 * b + 3] % 8;
+      else size += buffers[2 * b + 3] - buffers[2 * b + 3] % 4 + buffers[2 * b + 5];
+    }
+    this.carrierSize = size;
+  }
+
+  /** True when row 0 of `column` is null (its first buffer is the validity bitmap). */
+  #isNull(column: number, name: string): boolean {
+    if (this.#nulls[column] === 0) return false;
+    const b = firstBuffer(column);
+    if (this.#buffers[2 * b + 1] === 0) throw invalidBitmap(name);
+    return (this.#bytes[this.#body + this.#buffers[2 * b]] & 1) === 0;
+  }
+
+  utf8(index: number, name: string): Utf8Range | undefined {
+    if (this.#isNull(index, name)) return undefined;
+    const b = firstBuffer(index);
+    const buffers = this.#buffers;
+    if (buffers[2 * b + 3] < 8) throw invalidBuffers(name);
+    const offsets = this.#body + buffers[2 * b + 2];
+    const data = this.#body + buffers[2 * b + 4];
+    return checkedUtf8Range(
+      this.#bytes,
+      data,
+      data + buffers[2 * b + 5],
+      this.#view.getInt32(offsets, true),
+      this.#view.getInt32(offsets + 4, true),
+      name,
+    );
+  }
+
+  sequence(): bigint | undefined {
+    if (this.#isNull(SEQUENCE, "sequence")) return undefined;
+    const b = firstBuffer(SEQUENCE);
+    if (this.#buffers[2 * b + 3] < 8) throw invalidBuffers("sequence");
+    return this.#view.getBigInt64(this.#body + this.#buffers[2 * b + 2], true);
+  }
+}
+
+// The identity of the last schema (see IpcStreamLayout.schemaId) found to be the carrier's.
+let carrierSchemaId = -1;
+
+/**
+ * @internal Row 0 of a checked ToolMessage IPC stream, or `undefined` when the stream is not one
+ * the fast path reads exactly as apache-arrow does (then the generic path decides).
+ */
+export function readToolMessageRow(
+  bytes: Uint8Array,
+  layout: IpcStreamLayout,
+): IpcCarrierRow | undefined {
+  const { schemaVersion, batchVersion, nullCounts, buffers } = layout;
+  if (
+    (schemaVersion !== METADATA_V4 && schemaVersion !== METADATA_V5) ||
+    (batchVersion !== METADATA_V4 && batchVersion !== METADATA_V5) ||
+    nullCounts.length !== COLUMNS || buffers.length !== 2 * BUFFERS
+  ) return undefined;
+  if (layout.schemaId !== carrierSchemaId) {
+    try {
+      if (!schemaMatches(layout)) return undefined;
+    } catch {
+      // A read the generic reader makes differently (out of the metadata's bounds): it decides.
+      return undefined;
+    }
+    carrierSchemaId = layout.schemaId;
+  }
+  // apache-arrow views offsets as Int32Array and Int64 data as BigInt64Array, which throws for
+  // a misaligned buffer: such streams take the generic path for its exact error.
+  for (let column = 0; column < COLUMNS; column++) {
+    const at = 2 * (firstBuffer(column) + 1);
+    const alignment = column === SEQUENCE ? 8 : 4;
+    if (buffers[at + 1] > 0 && buffers[at] % alignment !== 0) return undefined;
+  }
+  return new IpcCarrierRow(bytes, layout.batch.view, layout.bodyStart, buffers, nullCounts);
+}
+
+/**
+ * Decodes ToolMessage Arrow IPC stream bytes straight to a logical envelope: the same envelope, or
+ * the same error, as `toolMessageToEnvelope(decodeToolMessageIpc(bytes, options), options)`,
+ * without building apache-arrow objects for a well-formed stream. `payload_json` is parsed from
+ * the record batch body in place.
+ *
+ * Checks, in order: the argument (`TypeError`), `maxBytes` (`RangeError`), the stream size and
+ * its framing and metadata (see {@linkcode decodeToolMessageIpc}), `maxMessageBytes` and
+ * `maxPayloadJsonBytes` (`RangeError`), then the carrier's shape and rules and the logical size
+ * (see {@linkcode toolMessageToEnvelope}). The typed payload is not validated here.
+ *
+ * @example
+ * ```ts
+ * import { ToolEnvelope, ToolProtocolError } from "@forge/tool";
+ * import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "@forge/tool/dora";
+ * const envelope = new ToolEnvelope({
+ *   messageType: "endpoint.unregister",
+ *   requestId: "unregister-1",
+ *   endpointId: "vision.yolo",
+ *   endpointInstanceId: "instance-1",
+ * });
+ * const bytes = encodeToolEnvelopeIpc(envelope);
+ * console.log(decodeToolEnvelopeIpc(bytes, { maxBytes: 65536 }).endpointId); // vision.yolo
+ * try {
+ *   decodeToolEnvelopeIpc(bytes.subarray(0, 100));
+ * } catch (error) {
+ *   console.log(error instanceof ToolProtocolError); // true
+ * }
+ * ```
+ */
+export function decodeToolEnvelopeIpc(
+  bytes: Uint8Array | ArrayBuffer,
+  options: DecodeToolEnvelopeIpcOptions = {},
+): ToolEnvelope {
+  const view = ipcBytesView(bytes, "decodeToolEnvelopeIpc");
+  const layout = checkToolMessageStream(view, ipcByteLimit(options.maxBytes));
+  const row = readToolMessageRow(view, layout);
+  if (row === undefined) {
+    return toolMessageToEnvelope(decodeToolMessageIpc(view, options), options);
+  }
+  const limits = carrierDecodeLimits(options);
+  const decoded = envelopeFromRow(row, limits.maxPayloadJsonBytes);
+  return checkedCarrierEnvelope(decoded, limits.maxMessageBytes);
+}
