@@ -1,14 +1,19 @@
 /**
  * The README's demo: an endpoint node (detector Query, arm Action, policy Session) served on the
- * embedded loopback dataflow, with this script playing the Gateway. Every exchange travels the
- * full carrier path — envelope → Arrow ToolMessage → IPC bytes → node → IPC bytes → envelope —
- * and is printed with its timing.
+ * embedded loopback dataflow, with this script playing the Gateway and its in-memory Registry.
+ * The node registers (and renews a short lease while it serves), reports its health, answers the
+ * invocations, and unregisters when stopped. Every exchange travels the full carrier path —
+ * envelope → Arrow ToolMessage → IPC bytes → node → IPC bytes → envelope — and is printed with
+ * its timing.
  *
  * Run it with `deno task demo`.
  *
  * @module
  */
 import {
+  EndpointRegistry,
+  endpointRegistryResponseFromPayload,
+  endpointStatusFromEnvelope,
   makeControlRequestEnvelope,
   makeInvokeRequestEnvelope,
   makeResultRequestEnvelope,
@@ -33,15 +38,35 @@ const started = performance.now();
 const elapsed = () => `${(performance.now() - started).toFixed(1).padStart(7)} ms`;
 
 function summary(envelope: ToolEnvelope): string {
+  if (envelope.messageType === "endpoint.registry.response") {
+    const response = endpointRegistryResponseFromPayload(envelope.payload);
+    const lease = response.leaseTtlMs === undefined ? "" : `, lease ${response.leaseTtlMs} ms`;
+    return `${envelope.messageType} ${response.operation} ${response.status} ` +
+      `(revision ${response.registryRevision}${lease})`;
+  }
+  if (envelope.messageType === "endpoint.status") {
+    const status = endpointStatusFromEnvelope(envelope);
+    return `${envelope.messageType} ${status.state} (active ${status.activeInvocations})`;
+  }
+  if (envelope.messageType.startsWith("endpoint.")) {
+    return `${envelope.messageType} ${envelope.endpointId} instance ${envelope.endpointInstanceId}`;
+  }
   const payload = JSON.stringify(envelope.payload);
   const text = payload.length > 110 ? `${payload.slice(0, 107)}...` : payload;
   const sequence = envelope.sequence === undefined ? "" : ` #${envelope.sequence}`;
   return `${envelope.messageType}${sequence} ${envelope.operation}/${envelope.invocationId} ${text}`;
 }
 
-/** The Gateway side: sends requests as IPC bytes and matches responses by request id. */
+/**
+ * The Gateway side: sends requests as IPC bytes, matches responses by request id, and answers
+ * the node's management messages with its Registry.
+ */
 class Gateway {
   readonly #flow: LoopbackDataflow;
+  readonly #registry = new EndpointRegistry({
+    routes: { detector: demoDescriptor.endpointId },
+    leaseTtlMs: 250, // short, so the trace shows renewals
+  });
   readonly #waiting = new Map<string, PromiseWithResolvers<ToolEnvelope>>();
   readonly #events = new Map<string, ToolEnvelope[]>();
   readonly #reading: Promise<void>;
@@ -57,7 +82,15 @@ class Gateway {
       if (output === null) return;
       const envelope = toolMessageToEnvelope(decodeToolMessageIpc(output.data));
       console.log(`${elapsed()}  <- ${summary(envelope)}  (${output.data.length} B IPC)`);
-      if (envelope.messageType === "tool.event") {
+      if (
+        envelope.messageType === "endpoint.register" ||
+        envelope.messageType === "endpoint.unregister"
+      ) {
+        // The Registry decides; its answer goes back on the node's request input.
+        const response = this.#registry.handle(envelope, "detector");
+        console.log(`${elapsed()}  -> ${summary(response)}`);
+        this.#flow.request(encodeToolMessageIpc(toolEnvelopeToMessage(response))).catch(() => {});
+      } else if (envelope.messageType === "tool.event") {
         const list = this.#events.get(envelope.invocationId!) ?? [];
         list.push(envelope);
         this.#events.set(envelope.invocationId!, list);
@@ -109,11 +142,14 @@ const ids = () => ({ requestId: `request-${++requestNumber}`, endpointInstanceId
 const flow = new LoopbackDataflow();
 const node = serveToolEndpoint(createDemoHandler(INSTANCE), {
   transport: flow.transport,
+  lifecycle: { health: { periodMs: 200 }, unregisterTimeoutMs: 300 },
   logger: (level, message) => {
     if (level !== "debug") console.log(`${elapsed()}  [node ${level}] ${message}`);
   },
 });
 const gateway = new Gateway(flow);
+console.log("== Registration: the node announces itself");
+await new Promise((resolve) => setTimeout(resolve, 30));
 
 console.log("== Query: detector");
 await gateway.send(
@@ -155,7 +191,7 @@ await gateway.send(makeControlRequestEnvelope("stop", session, { ...ids(), reaso
 await gateway.waitForEvent("policy-1", "stopped");
 await gateway.send(makeResultRequestEnvelope(session, ids()));
 
-console.log("== Stop: the node shuts down gracefully");
+console.log("== Stop: the node shuts down gracefully and unregisters");
 await flow.stop();
 const stats = await node;
 await gateway.finished();

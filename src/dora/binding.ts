@@ -72,6 +72,13 @@ export interface DoraToolEndpointBindingOptions {
    * fallback that could not be encoded (default: `console.error`).
    */
   readonly onError?: (error: unknown, request: ToolEnvelope) => void;
+  /**
+   * Receives every `endpoint.registry.response` arriving on the request input, for the node's
+   * registration loop ({@linkcode EndpointNodeLifecycle.receive}, which ignores uncorrelated
+   * ones); `dispatchInput` and `dispatchIpc` then return no message. Without it such a message is
+   * refused like any non-execution request.
+   */
+  readonly onRegistryResponse?: (response: ToolEnvelope) => void;
 }
 
 const CORRELATED_ERROR_RESERVE_BYTES = 512;
@@ -199,6 +206,7 @@ export class DoraToolEndpointBinding {
   readonly #arrow: OutputCodec<RecordBatch>;
   readonly #ipc: OutputCodec<Uint8Array>;
   readonly #onError: (error: unknown, request: ToolEnvelope) => void;
+  readonly #onRegistryResponse: ((response: ToolEnvelope) => void) | undefined;
   readonly #maxMessageBytes: number;
   readonly #maxRequestBytes: number;
   readonly #maxCarrierBytes: number;
@@ -246,6 +254,13 @@ export class DoraToolEndpointBinding {
       sink: ipcSink as DoraIpcEventSink | undefined,
     };
     this.#onError = (onError as typeof defaultOnError | undefined) ?? defaultOnError;
+    const onRegistryResponse: unknown = options.onRegistryResponse;
+    if (onRegistryResponse !== undefined && typeof onRegistryResponse !== "function") {
+      throw new TypeError("onRegistryResponse must be a function or undefined");
+    }
+    this.#onRegistryResponse = onRegistryResponse as
+      | ((response: ToolEnvelope) => void)
+      | undefined;
     this.#maxMessageBytes = maximum;
     this.#maxRequestBytes = maximum - CORRELATED_ERROR_RESERVE_BYTES;
     this.#maxCarrierBytes = carrierMaximum;
@@ -327,7 +342,7 @@ export class DoraToolEndpointBinding {
     return decoded;
   }
 
-  /** Reads and route-checks an inbound carrier; every failure here is raised. */
+  /** Reads an inbound carrier (before route trust: every failure here is raised). */
   #requestFromArrow(value: unknown): DecodedCarrier {
     if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
       throw new TypeError(IPC_BYTES_MESSAGE);
@@ -340,11 +355,11 @@ export class DoraToolEndpointBinding {
     ) {
       this.#checkCarrierSize(toolMessageCarrierSize(value as ToolMessageArrowValue));
     }
-    return this.#trusted(carrierToEnvelope(value, this.#maxMessageBytes));
+    return carrierToEnvelope(value, this.#maxMessageBytes);
   }
 
   /**
-   * Reads and route-checks inbound IPC bytes with the fast codec: what decoding them with
+   * Reads inbound IPC bytes with the fast codec: what decoding them with
    * `decodeToolMessageIpc` and reading the batch with `#requestFromArrow` does.
    */
   #requestFromIpc(bytes: unknown): DecodedCarrier {
@@ -357,7 +372,7 @@ export class DoraToolEndpointBinding {
       );
     }
     this.#checkCarrierSize(row.carrierSize);
-    return this.#trusted(envelopeFromRow(row, this.#maxMessageBytes));
+    return envelopeFromRow(row, this.#maxMessageBytes);
   }
 
   /** The correlated too-large answer to a trusted request beyond `maxRequestBytes`, if any. */
@@ -394,7 +409,7 @@ export class DoraToolEndpointBinding {
    * or Session operation a `TypeError` (its provider is never started).
    */
   async handleInput(value: ToolMessageArrowValue): Promise<RecordBatch> {
-    const decoded = this.#requestFromArrow(value);
+    const decoded = this.#trusted(this.#requestFromArrow(value));
     const request = decoded.envelope;
     this.#handler.validateInvokeRoute(request);
     if (this.#semantics(request) !== "query") {
@@ -428,7 +443,7 @@ export class DoraToolEndpointBinding {
    * from this method after the response was published (early).
    */
   async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
-    return await this.#dispatch(this.#arrow, this.#requestFromArrow(value));
+    return await this.#dispatchDecoded(this.#arrow, this.#requestFromArrow(value));
   }
 
   /**
@@ -487,7 +502,17 @@ export class DoraToolEndpointBinding {
    * ```
    */
   async dispatchIpc(bytes: Uint8Array | ArrayBuffer): Promise<Uint8Array[]> {
-    return await this.#dispatch(this.#ipc, this.#requestFromIpc(bytes));
+    return await this.#dispatchDecoded(this.#ipc, this.#requestFromIpc(bytes));
+  }
+
+  /** Hands a Registry response to the registration loop, or trusts the route and dispatches. */
+  async #dispatchDecoded<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): Promise<T[]> {
+    const hook = this.#onRegistryResponse;
+    if (hook !== undefined && decoded.envelope.messageType === "endpoint.registry.response") {
+      hook(decoded.envelope);
+      return [];
+    }
+    return await this.#dispatch(codec, this.#trusted(decoded));
   }
 
   /** The one implementation of dispatch, the publication barrier and the fallbacks. */

@@ -9,7 +9,9 @@
  * @module
  */
 import type { ToolEndpointHandler } from "../handler/handler.ts";
+import { EndpointNodeLifecycle, type EndpointNodeLifecycleOptions } from "../node/node.ts";
 import { DoraToolEndpointBinding } from "./binding.ts";
+import { encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import type { ToolEndpointRequestHandler } from "./runner.ts";
 import { decodeToolMessageIpc, encodeToolMessageIpc } from "./ipc.ts";
 import {
@@ -42,7 +44,21 @@ export interface ServeToolEndpointOptions {
    * Both give the same answers; the choice is for comparison.
    */
   readonly codec?: "fast" | "generic";
+  /**
+   * Keep the endpoint registered: with `true` or lifecycle settings, the node sends
+   * `endpoint.register` at start and renews its lease, publishes `endpoint.status` snapshots, and
+   * unregisters on shutdown ({@linkcode EndpointNodeLifecycle}), all on the response output;
+   * `endpoint.registry.response` messages arriving on the request input feed the loop. Off by
+   * default.
+   */
+  readonly lifecycle?: true | ServeLifecycleSettings;
 }
+
+/** Lifecycle settings of {@linkcode serveToolEndpoint} (the handler and sending are its own). */
+export type ServeLifecycleSettings = Omit<
+  EndpointNodeLifecycleOptions,
+  "handler" | "send" | "graceMs" | "closeTransport"
+>;
 
 /**
  * Runs `handler` as a Dora node on `options.transport` until Stop or the end of the event stream,
@@ -68,11 +84,21 @@ export function serveToolEndpoint(
   if (codec !== "fast" && codec !== "generic") {
     throw new RangeError('codec must be "fast" or "generic"');
   }
+  const lifecycle = options.lifecycle === undefined ? undefined : new EndpointNodeLifecycle({
+    ...(options.lifecycle === true ? {} : options.lifecycle),
+    handler,
+    graceMs,
+    send: (envelope) =>
+      send(encodeToolEnvelopeIpc(envelope, { maxMessageBytes: options.maxMessageBytes })),
+  });
   const binding = new DoraToolEndpointBinding(handler, {
     maxMessageBytes: options.maxMessageBytes,
     maxCarrierBytes: options.maxCarrierBytes,
     eventSink: (batch) => send(encodeToolMessageIpc(batch)),
     ipcEventSink: send,
+    onRegistryResponse: lifecycle === undefined
+      ? undefined
+      : (response) => void lifecycle.receive(response),
   });
   const handle: ToolEndpointRequestHandler = codec === "fast"
     ? async (request, publish) => {
@@ -84,13 +110,20 @@ export function serveToolEndpoint(
         await publish(encodeToolMessageIpc(response));
       }
     };
-  return runToolEndpointNode({
+  const node = runToolEndpointNode({
     transport,
     requestInputId: options.requestInputId,
     responseOutputId,
     graceMs,
     logger: options.logger,
-    onShutdown: () => handler.close({ graceMs }),
+    // With a lifecycle: stop admitting, settle, report unavailable, unregister (the runner then
+    // closes the transport); without: stop admitting and settle.
+    onShutdown: async () => {
+      if (lifecycle === undefined) await handler.close({ graceMs });
+      else await lifecycle.shutdown();
+    },
     handle,
   });
+  lifecycle?.start();
+  return node;
 }
