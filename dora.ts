@@ -86,4 +86,8 @@ export {
   type LoopbackInputOptions,
   type LoopbackOutput,
 } from "./src/dora/loopback.ts";
-export { serveToolEndpoint, type ServeToolEndpointOptions } from "./src/dora/serve.ts";
+export {
+  type ServeLifecycleSettings,
+  serveToolEndpoint,
+  type ServeToolEndpointOptions,
+} from "./src/dora/serve.ts";
