@@ -15,6 +15,7 @@ import {
 import { deadline, delay } from "@std/async";
 import {
   type ActionToolEndpoint,
+  invokeResponseFromPayload,
   makeErrorResponseEnvelope,
   makeEventEnvelope,
   makeInvokeResponseEnvelope,
@@ -1148,7 +1149,7 @@ test("close() waits for an in-flight query that settles on abort", async () => {
   assertStrictEquals(handler.state.activeQueries.detect, 0);
 });
 
-test("close() gives up after graceMs on a provider that never settles", async () => {
+test("close() gives up after graceMs on a provider that never settles and answers unknown", async () => {
   const query = new Scripted();
   query.onQuery = () => new Promise(() => {});
   const handler = cell({ query });
@@ -1159,8 +1160,11 @@ test("close() gives up after graceMs on a provider that never settles", async ()
   const elapsed = Date.now() - begin;
   assertGreaterOrEqual(elapsed, 40);
   assertLessOrEqual(elapsed, 1000);
-  assert(!(await settled(answer)));
   assert(query.signals[0].aborted);
+  // Abandoned after the grace period: the invoke is answered with an unknown outcome.
+  const [response] = await deadline(answer, 2000);
+  const result = invokeResponseFromPayload(response.payload) as ToolResult;
+  assertEquals([result.status, result.error?.code], ["unknown", "FORGE_ENDPOINT_OUTCOME_UNKNOWN"]);
 });
 
 // ---------------------------------------------------------------------------------------------

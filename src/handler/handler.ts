@@ -137,6 +137,12 @@ const REQUIRED_METHODS: Readonly<Record<string, readonly string[]>> = {
   session: ["start", "stop", "status", "result"],
 };
 
+/** Why a provider call still pending when {@linkcode ToolEndpointHandler.close}'s grace ran out ended. */
+const ABANDONED = new ToolProtocolError(
+  ToolErrorCodes.ENDPOINT_UNAVAILABLE,
+  "the endpoint handler closed before the provider answered",
+);
+
 const UNKNOWN_START_ERROR = {
   code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
   message: "Start failed after dispatch; the execution outcome cannot be recovered",
@@ -231,6 +237,7 @@ export class ToolEndpointHandler {
   readonly #ledger = new Map<string, ExecutionRecord>();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #lifetime = new AbortController();
+  readonly #abandon = new AbortController();
   #closed = false;
 
   /**
@@ -520,6 +527,10 @@ export class ToolEndpointHandler {
     } finally {
       clearTimeout(timer);
     }
+    // Provider calls still pending after the grace period are abandoned: every request waiting
+    // on one is answered now (an invoke with an `unknown` outcome, status, result and control
+    // with a correlated FORGE_ENDPOINT_UNAVAILABLE error), so nothing waits forever.
+    if (this.#inFlight.size > 0) this.#abandon.abort(ABANDONED);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -545,6 +556,20 @@ export class ToolEndpointHandler {
     } catch (error) {
       if (error instanceof ToolEndpointError) {
         return makeInvokeResponseEnvelope(error.error, request);
+      }
+      if (error === ABANDONED) {
+        // The query may have had effects: its outcome is unknown, not a rejection.
+        return makeInvokeResponseEnvelope(
+          new ToolResult({
+            status: "unknown",
+            error: rejection(
+              ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+              "the endpoint handler closed before the query finished",
+              false,
+            ),
+          }),
+          request,
+        );
       }
       if (controller.signal.aborted && this.#deadlinePassed(context)) {
         return makeInvokeResponseEnvelope(
@@ -796,7 +821,7 @@ export class ToolEndpointHandler {
     this.#inFlight.add(promise);
     const forget = () => this.#inFlight.delete(promise);
     promise.then(forget, forget);
-    return promise;
+    return raceAbort(promise, this.#abandon.signal);
   }
 
   #settle(record: ExecutionRecord, outcome: InvokeResponse): void {
@@ -930,7 +955,7 @@ export class ToolEndpointHandler {
     const provider = this.#implementations.get(record.operation) as
       | ActionToolEndpoint
       | SessionToolEndpoint;
-    const response = await provider.result(record.key, this.#callOptions());
+    const response = await this.#call(() => provider.result(record.key, this.#callOptions()));
     if (!(response instanceof ToolResultResponse)) {
       throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
     }

@@ -1,0 +1,100 @@
+import { assertEquals, assertInstanceOf } from "@std/assert";
+import {
+  errorFromPayload,
+  invokeResponseFromPayload,
+  makeInvokeRequestEnvelope,
+  makeStatusRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolExecutionKey,
+  type ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  type ToolResultResponse,
+} from "../mod.ts";
+
+const never = <T>() => new Promise<T>(() => {});
+
+function setup() {
+  const handler = new ToolEndpointHandler(
+    new ToolEndpointDescriptor({
+      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+      endpointId: "robot",
+      operations: [
+        new ToolOperationDescriptor({ name: "detect", semantics: "query" }),
+        new ToolOperationDescriptor({
+          name: "move",
+          semantics: "action",
+          cancellable: true,
+          statusSupported: true,
+        }),
+      ],
+    }),
+    {
+      endpointInstanceId: "instance-1",
+      operations: {
+        detect: { query: () => never<ToolResult>() },
+        move: {
+          start: () => never(),
+          cancel: () => new ToolControlResponse({ command: "cancel", status: "accepted" }),
+          status: () => never<ToolExecutionStatus>(),
+          result: () => never<ToolResultResponse>(),
+        },
+      },
+    },
+  );
+  const request = (operation: string, invocationId: string, requestId: string) => {
+    const context = new ToolContext({
+      executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
+      toolId: "tool",
+      implementationId: "impl",
+      endpointId: "robot",
+      operation,
+    });
+    return {
+      invoke: makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, {
+        requestId,
+        endpointInstanceId: "instance-1",
+      }),
+      status: makeStatusRequestEnvelope(context, { requestId, endpointInstanceId: "instance-1" }),
+    };
+  };
+  return { handler, request };
+}
+
+Deno.test("close() answers every request still waiting on a provider once its grace ran out", async () => {
+  const { handler, request } = setup();
+  const query = handler.dispatch(request("detect", "q-1", "r-1").invoke);
+  const start = handler.dispatch(request("move", "m-1", "r-2").invoke);
+  const duplicate = handler.dispatch(request("move", "m-1", "r-3").invoke);
+  const status = handler.dispatch(request("move", "m-2", "r-4").status);
+  await handler.close({ graceMs: 20 });
+
+  const [queryAnswer] = await query;
+  const queryResult = invokeResponseFromPayload(queryAnswer.payload);
+  assertInstanceOf(queryResult, ToolResult);
+  assertEquals([queryResult.status, queryResult.error?.code], [
+    "unknown",
+    "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+  ]);
+
+  for (const [answer] of [await start, await duplicate]) {
+    const result = invokeResponseFromPayload(answer.payload);
+    assertInstanceOf(result, ToolResult);
+    assertEquals([result.status, result.error?.code], [
+      "unknown",
+      "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+    ]);
+  }
+  assertEquals((await duplicate)[0].requestId, "r-3");
+
+  const [statusAnswer] = await status;
+  assertEquals(statusAnswer.messageType, "tool.error");
+  assertEquals(errorFromPayload(statusAnswer.payload).code, "FORGE_ENDPOINT_UNAVAILABLE");
+  assertEquals(handler.state.permitsInUse.move, 0);
+  assertEquals(handler.state.activeQueries.detect, 0);
+});
