@@ -236,6 +236,7 @@ export class ToolEndpointHandler {
   readonly #activeQueries = new Map<string, number>();
   readonly #ledger = new Map<string, ExecutionRecord>();
   readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #dispatches = new Set<Promise<unknown>>();
   readonly #lifetime = new AbortController();
   readonly #abandon = new AbortController();
   #closed = false;
@@ -433,9 +434,21 @@ export class ToolEndpointHandler {
    * first, then (for an Action or Session invoke) the events emitted before acceptance, in
    * sequence order. Events emitted after acceptance go to `options.eventSink`.
    */
-  async dispatch(
+  dispatch(
     request: ToolEnvelope,
     options: DispatchOptions = {},
+  ): Promise<readonly ToolEnvelope[]> {
+    const work = this.#dispatch(request, options);
+    // close() waits for answers, not only for provider calls.
+    this.#dispatches.add(work);
+    const forget = () => this.#dispatches.delete(work);
+    work.then(forget, forget);
+    return work;
+  }
+
+  async #dispatch(
+    request: ToolEnvelope,
+    options: DispatchOptions,
   ): Promise<readonly ToolEnvelope[]> {
     this.validateRequestRoute(request);
     try {
@@ -519,18 +532,13 @@ export class ToolEndpointHandler {
       this.#lifetime.abort(new DOMException("the endpoint handler closed", "AbortError"));
       for (const record of this.#ledger.values()) this.#clearDeadline(record);
     }
-    if (this.#inFlight.size === 0) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-    try {
-      await Promise.race([Promise.allSettled([...this.#inFlight]), grace]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await settleWithin(this.#inFlight, graceMs);
     // Provider calls still pending after the grace period are abandoned: every request waiting
     // on one is answered now (an invoke with an `unknown` outcome, status, result and control
     // with a correlated FORGE_ENDPOINT_UNAVAILABLE error), so nothing waits forever.
     if (this.#inFlight.size > 0) this.#abandon.abort(ABANDONED);
+    // Then let the answers themselves be produced before close() returns.
+    await settleWithin(this.#dispatches, graceMs);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1121,6 +1129,18 @@ function checkTransition(
     ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
     `provider status changed from '${previous.phase}' to '${next.phase}'`,
   );
+}
+
+/** Waits until every promise in `pending` settled, or `ms` passed. */
+async function settleWithin(pending: ReadonlySet<Promise<unknown>>, ms: number): Promise<void> {
+  if (pending.size === 0) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([Promise.allSettled([...pending]), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Awaits `promise`, or rejects with the signal's reason as soon as it aborts. */
