@@ -3,7 +3,7 @@
  *
  * ```sh
  * deno task fuzz                                  # one round, 1000 inputs per target, random seed
- * deno task fuzz --runs 400 --seed 1592598566     # exactly what CI runs (tests/fuzz_test.ts)
+ * deno task fuzz --runs 600 --seed 1592598566     # the budget and seed CI runs (tests/fuzz_test.ts)
  * deno task fuzz --minutes 60                     # rounds with fresh seeds until an hour is up
  * deno task fuzz --minutes 10 --only handler_chaos,dispatch_input
  * ```
