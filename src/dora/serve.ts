@@ -96,6 +96,10 @@ export function serveToolEndpoint(
     maxCarrierBytes: options.maxCarrierBytes,
     eventSink: (batch) => send(encodeToolMessageIpc(batch)),
     ipcEventSink: send,
+    // Endpoint failures answered with a fallback go to the node's logger, not the console.
+    onError: options.logger === undefined
+      ? undefined
+      : (error) => options.logger!("error", `endpoint failure answered with a fallback: ${error}`),
     onRegistryResponse: lifecycle === undefined
       ? undefined
       : (response) => void lifecycle.receive(response),
