@@ -37,13 +37,8 @@ import {
   type ToolSemantics,
 } from "./constants.ts";
 import { _registerToolErrorGuard } from "./errors.ts";
-import {
-  copyJsonObject,
-  EMPTY_OBJECT,
-  hasLoneSurrogate,
-  isBlank,
-  type JsonObject,
-} from "./_json.ts";
+import { copyJsonObject, EMPTY_OBJECT, type JsonObject } from "./_json.ts";
+import { checkToolContextFields, isIntegerIn, requireNonEmpty } from "./_fields.ts";
 
 // The literal and JSON types the models' public shapes use, re-exported so this module's
 // documentation is self-contained.
@@ -125,17 +120,6 @@ function requireInit<T>(init: T, model: string): T {
   return init;
 }
 
-/** Non-blank string without lone surrogates, else `RangeError` naming the wire field. */
-function requireNonEmpty(value: unknown, field: string): string {
-  if (typeof value !== "string" || isBlank(value)) {
-    throw new RangeError(`${field} must be a non-empty string`);
-  }
-  if (hasLoneSurrogate(value)) {
-    throw new RangeError(`${field} must contain valid Unicode scalar values`);
-  }
-  return value;
-}
-
 /** A member of a string-literal set, else `RangeError("unsupported <what>: '<value>'")`. */
 function requireMember<T extends string>(
   value: unknown,
@@ -153,12 +137,6 @@ function requireBool(value: unknown, field: string): boolean {
   if (value === undefined) return false;
   if (typeof value !== "boolean") throw new TypeError(`${field} must be a bool`);
   return value;
-}
-
-/** An integral `number` in `[min, 2^53 − 1]` (booleans, bigints and strings are not). */
-function isIntegerIn(value: unknown, min: number): value is number {
-  return typeof value === "number" && Number.isInteger(value) && value >= min &&
-    value <= MAX_SAFE_JSON_INTEGER;
 }
 
 /** A mapping field: absent -> the frozen empty object, else the bounded deep-frozen copy. */
@@ -372,7 +350,9 @@ export class ToolExecutionKey {
   readonly invocationId: string;
   /** The implementation attempt within the invocation. */
   readonly attemptId: string;
-  readonly #id: string;
+  // Built on first use (private fields stay writable on a frozen object): decoding a request
+  // validates a key without ever needing its identity string.
+  #id: string | undefined;
 
   /** Validates and freezes a key: `invocation_id`, then `attempt_id`, both non-empty. */
   constructor(init: ToolExecutionKeyInit) {
@@ -381,7 +361,7 @@ export class ToolExecutionKey {
     const attemptId = requireNonEmpty(init.attemptId, "attempt_id");
     this.invocationId = invocationId;
     this.attemptId = attemptId;
-    this.#id = `${invocationId.length}:${invocationId}${attemptId}`;
+    this.#id = undefined;
     Object.freeze(this);
   }
 
@@ -390,7 +370,7 @@ export class ToolExecutionKey {
    * key: the invocation ID's length, a colon, the invocation ID, then the attempt ID.
    */
   get id(): string {
-    return this.#id;
+    return this.#id ??= `${this.invocationId.length}:${this.invocationId}${this.attemptId}`;
   }
 
   /** True when `other` is a key of the same invocation and attempt. */
@@ -468,28 +448,21 @@ export class ToolContext {
     if (!(executionKey instanceof ToolExecutionKey)) {
       throw new TypeError("execution_key must be a ToolExecutionKey");
     }
-    const toolId = requireNonEmpty(init.toolId, "tool_id");
-    const implementationId = requireNonEmpty(init.implementationId, "implementation_id");
-    const endpointId = requireNonEmpty(init.endpointId, "endpoint_id");
-    const operation = requireNonEmpty(init.operation, "operation");
-    const callerId = init.callerId === undefined
-      ? undefined
-      : requireNonEmpty(init.callerId, "caller_id");
+    const toolId: unknown = init.toolId;
+    const implementationId: unknown = init.implementationId;
+    const endpointId: unknown = init.endpointId;
+    const operation: unknown = init.operation;
+    const callerId: unknown = init.callerId;
     const deadlineMs: unknown = init.deadlineMs;
-    if (deadlineMs !== undefined && !isIntegerIn(deadlineMs, 0)) {
-      throw new RangeError(
-        "deadline_ms must be a non-negative Unix epoch millisecond not greater than " +
-          MAX_SAFE_JSON_INTEGER,
-      );
-    }
+    checkToolContextFields(toolId, implementationId, endpointId, operation, callerId, deadlineMs);
     const metadata = jsonField(init.metadata, "metadata");
     this.executionKey = executionKey;
-    this.toolId = toolId;
-    this.implementationId = implementationId;
-    this.endpointId = endpointId;
-    this.operation = operation;
-    this.callerId = callerId;
-    this.deadlineMs = deadlineMs === undefined ? undefined : deadlineMs + 0; // -0 -> 0
+    this.toolId = toolId as string;
+    this.implementationId = implementationId as string;
+    this.endpointId = endpointId as string;
+    this.operation = operation as string;
+    this.callerId = callerId as string | undefined;
+    this.deadlineMs = deadlineMs === undefined ? undefined : (deadlineMs as number) + 0; // -0 -> 0
     this.metadata = metadata;
     Object.freeze(this);
   }

@@ -193,6 +193,48 @@ export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvel
       "top-level JSON value must be an object",
     );
   }
+  // The common case in named loads (monomorphic for parsed envelopes of one shape): every key
+  // is a known field, the required ones are present and no optional one is null. Anything else
+  // takes the checks below, which report the reference's errors in its order.
+  const messageType = value.message_type;
+  const requestId = value.request_id;
+  const invocationId = value.invocation_id;
+  const attemptId = value.attempt_id;
+  const endpointInstanceId = value.endpoint_instance_id;
+  const operation = value.operation;
+  const sequence = value.sequence;
+  let known = 4; // protocol, message_type, endpoint_id, payload (checked just below)
+  if (requestId !== undefined) known++;
+  if (invocationId !== undefined) known++;
+  if (attemptId !== undefined) known++;
+  if (endpointInstanceId !== undefined) known++;
+  if (operation !== undefined) known++;
+  if (sequence !== undefined) known++;
+  if (
+    value.protocol === undefined || messageType === undefined || value.endpoint_id === undefined ||
+    value.payload === undefined || known !== Object.keys(value).length ||
+    requestId === null || invocationId === null || attemptId === null ||
+    endpointInstanceId === null || operation === null || sequence === null ||
+    (endpointInstanceId === undefined &&
+      !(typeof messageType === "string" && messageType.startsWith("tool.")))
+  ) checkEnvelopeFields(value);
+  const init = {
+    protocol: value.protocol ?? null,
+    messageType,
+    payload: value.payload ?? null,
+    requestId,
+    invocationId,
+    attemptId,
+    endpointId: value.endpoint_id,
+    endpointInstanceId,
+    operation,
+    sequence,
+  } as unknown as ToolEnvelopeInit;
+  return envelopeFromDecoded(init, normalized ? "checked" : "decoded");
+}
+
+/** The envelope field checks: unknown, then missing, then explicitly null fields. */
+function checkEnvelopeFields(value: Record<string, unknown>): void {
   const unknown: string[] = [];
   for (const key of Object.keys(value)) if (!ENVELOPE_FIELDS.has(key)) unknown.push(key);
   if (unknown.length > 0) {
@@ -224,17 +266,4 @@ export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvel
       `optional fields must be omitted rather than null: ${nulls.sort().join(", ")}`,
     );
   }
-  const init = {
-    protocol: value.protocol ?? null,
-    messageType: value.message_type,
-    payload: value.payload ?? null,
-    requestId: value.request_id,
-    invocationId: value.invocation_id,
-    attemptId: value.attempt_id,
-    endpointId: value.endpoint_id,
-    endpointInstanceId: value.endpoint_instance_id,
-    operation: value.operation,
-    sequence: value.sequence,
-  } as unknown as ToolEnvelopeInit;
-  return envelopeFromDecoded(init, normalized ? "checked" : "decoded");
 }

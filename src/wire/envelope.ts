@@ -64,7 +64,9 @@ function checkHeader(value: unknown, field: string): string {
   if (typeof value !== "string" || isBlank(value)) {
     throw invalidMessage("must be a non-empty string", field);
   }
-  if (hasLoneSurrogate(value)) {
+  // Decoded headers in "checked" mode come from valid UTF-8 without escapes that could encode
+  // a surrogate (the strict decoder's fast path, or the carrier's columns): already scalar.
+  if (payloadMode !== "checked" && hasLoneSurrogate(value)) {
     throw invalidMessage("must contain only valid Unicode scalar values", field);
   }
   return value;
@@ -72,7 +74,8 @@ function checkHeader(value: unknown, field: string): string {
 
 /**
  * @internal How a decoded payload is taken: `"checked"` when the strict decoder's fast path
- * proved it interoperable (adopted as it is), `"decoded"` when it still needs the walk but its
+ * proved it interoperable (adopted as it is) and every header string was decoded from UTF-8
+ * without escapes (so holds no lone surrogate), `"decoded"` when it still needs the walk but its
  * integer tokens were already range-checked (a float token such as `1e300` stays valid).
  */
 export type DecodedPayload = "checked" | "decoded";

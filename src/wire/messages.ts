@@ -37,6 +37,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
+import { checkToolContextFields } from "../endpoint/_fields.ts";
 import { compareCodePoints } from "./_json_encode.ts";
 import { ToolEnvelope } from "./envelope.ts";
 
@@ -80,6 +81,22 @@ function closedFields(
   required: readonly string[],
   optional: readonly string[] = [],
 ): void {
+  // Common case first, without allocating: every key (distinct by construction) is known and
+  // every required one is among them.
+  let requiredSeen = 0;
+  let allKnown = true;
+  keys: for (const key in object) {
+    for (let i = 0; i < required.length; i++) {
+      if (required[i] === key) {
+        requiredSeen++;
+        continue keys;
+      }
+    }
+    for (let i = 0; i < optional.length; i++) if (optional[i] === key) continue keys;
+    allKnown = false;
+    break;
+  }
+  if (allKnown && requiredSeen === required.length) return;
   const unknown: string[] = [];
   for (const key of Object.keys(object)) {
     if (!required.includes(key) && !optional.includes(key)) unknown.push(key);
@@ -252,35 +269,61 @@ export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequest
   // An envelope's payload is already normalized: canonical (frozen) payloads are shared, others
   // are copied by the models.
   const payload = objectAt(envelope.payload, "payload");
-  return decoding(payload, () => {
-    closedFields(payload, "payload", ["arguments", "context"]);
-    const args = objectAt(payload.arguments, "payload.arguments");
-    const context = objectAt(payload.context, "payload.context");
-    closedFields(
-      context,
-      "payload.context",
-      ["tool_id", "implementation_id", "metadata"],
-      ["caller_id", "deadline_ms"],
-    );
-    const metadata = objectAt(context.metadata, "payload.context.metadata");
-    const request = construct("payload.arguments", () => new ToolRequest({ arguments: args }));
-    const toolContext = construct("payload.context", () =>
-      new ToolContext({
-        executionKey: new ToolExecutionKey({
-          invocationId: envelope.invocationId!,
-          attemptId: envelope.attemptId!,
-        }),
-        toolId: context.tool_id as string,
-        implementationId: context.implementation_id as string,
-        endpointId: envelope.endpointId,
-        operation: envelope.operation!,
-        callerId: (context.caller_id ?? undefined) as string | undefined,
-        deadlineMs: (context.deadline_ms ?? undefined) as number | undefined,
-        metadata,
-      }));
-    return { request, context: toolContext };
-  });
+  return decoding(payload, () => readInvokeRequest(envelope, payload, true)!);
 }
+
+/**
+ * Reads an invoke request's payload: the closed schemas, then the models' checks. With `build`
+ * false (validation of an envelope, whose headers and payload JSON are already checked) the
+ * checks run without building the models, which would only be thrown away.
+ */
+function readInvokeRequest(
+  envelope: ToolEnvelope,
+  payload: Record<string, unknown>,
+  build: boolean,
+): InvokeRequestParts | undefined {
+  closedFields(payload, "payload", INVOKE_REQUEST_FIELDS);
+  const args = objectAt(payload.arguments, "payload.arguments");
+  const context = objectAt(payload.context, "payload.context");
+  closedFields(context, "payload.context", CONTEXT_FIELDS, CONTEXT_OPTIONAL_FIELDS);
+  const metadata = objectAt(context.metadata, "payload.context.metadata");
+  const callerId = context.caller_id ?? undefined;
+  const deadlineMs = context.deadline_ms ?? undefined;
+  if (!build) {
+    // The execution key's fields, endpoint_id and operation are envelope headers, checked
+    // alike; the arguments and metadata are plain objects of a checked payload.
+    construct("payload.context", () =>
+      checkToolContextFields(
+        context.tool_id,
+        context.implementation_id,
+        envelope.endpointId,
+        envelope.operation,
+        callerId,
+        deadlineMs,
+      ));
+    return undefined;
+  }
+  const request = construct("payload.arguments", () => new ToolRequest({ arguments: args }));
+  const toolContext = construct("payload.context", () =>
+    new ToolContext({
+      executionKey: new ToolExecutionKey({
+        invocationId: envelope.invocationId!,
+        attemptId: envelope.attemptId!,
+      }),
+      toolId: context.tool_id as string,
+      implementationId: context.implementation_id as string,
+      endpointId: envelope.endpointId,
+      operation: envelope.operation!,
+      callerId: callerId as string | undefined,
+      deadlineMs: deadlineMs as number | undefined,
+      metadata,
+    }));
+  return { request, context: toolContext };
+}
+
+const INVOKE_REQUEST_FIELDS = ["arguments", "context"];
+const CONTEXT_FIELDS = ["tool_id", "implementation_id", "metadata"];
+const CONTEXT_OPTIONAL_FIELDS = ["caller_id", "deadline_ms"];
 
 // ---------------------------------------------------------------------------------------------
 // tool.invoke.response
@@ -694,7 +737,8 @@ const VALIDATORS: Readonly<Record<string, (envelope: ToolEnvelope) => unknown>> 
   "endpoint.unregister": (envelope) => emptyPayload(envelope.payload),
   "endpoint.registry.response": (envelope) => endpointRegistryResponseFromPayload(envelope.payload),
   "endpoint.status": endpointStatusFromEnvelope,
-  "tool.invoke.request": invokeRequestFromEnvelope,
+  "tool.invoke.request": (envelope) =>
+    readInvokeRequest(envelope, objectAt(envelope.payload, "payload"), false),
   "tool.invoke.response": (envelope) => invokeResponseFromPayload(envelope.payload),
   "tool.status.request": (envelope) => emptyPayload(envelope.payload),
   "tool.status.response": (envelope) => statusResponseFromPayload(envelope.payload),
