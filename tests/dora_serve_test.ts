@@ -2,13 +2,22 @@ import { assert, assertEquals, assertRejects } from "@std/assert";
 import {
   EndpointRegistry,
   endpointRegistryResponseFromPayload,
+  makeInvokeRequestEnvelope,
   makeRegistrationEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
+  ToolAccepted,
+  ToolContext,
+  ToolControlResponse,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEnvelope,
+  ToolEvent,
+  ToolExecutionKey,
+  ToolExecutionStatus,
   ToolOperationDescriptor,
+  ToolRequest,
   ToolResult,
+  ToolResultResponse,
 } from "../mod.ts";
 import {
   decodeToolEnvelopeIpc,
@@ -102,4 +111,72 @@ Deno.test("serveToolEndpoint with a lifecycle registers at start and unregisters
   assert(sent.indexOf("register accepted") > sent.indexOf("endpoint.register"), sent.join());
   assert(sent.indexOf("endpoint.unregister") > sent.indexOf("register accepted"), sent.join());
   assert(sent.includes("unregister accepted"), sent.join());
+});
+
+Deno.test("serveToolEndpoint counts events in stats.responses and their failed sends in sendFailures", async () => {
+  const actionDescriptor = new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId: "arm.moveit",
+    operations: [
+      new ToolOperationDescriptor({ name: "move", semantics: "action", statusSupported: true }),
+    ],
+  });
+  const go = Promise.withResolvers<void>();
+  const emitted = Promise.withResolvers<void>();
+  const pending = new ToolExecutionStatus({ phase: "running" });
+  const actionHandler = new ToolEndpointHandler(actionDescriptor, {
+    endpointInstanceId: "instance-1",
+    operations: {
+      move: {
+        start(_request, _context, events) {
+          // Three events once the test has seen the acceptance; the first one's send fails.
+          (async () => {
+            await go.promise;
+            for (let step = 0; step < 3; step++) {
+              await events.emit(new ToolEvent({ type: "progress", data: { step } }))
+                .catch(() => {});
+            }
+            emitted.resolve();
+          })();
+          return new ToolAccepted();
+        },
+        cancel: () => new ToolControlResponse({ command: "cancel", status: "unsupported" }),
+        status: () => pending,
+        result: () => new ToolResultResponse({ status: "pending" }),
+      },
+    },
+  });
+  const flow = new LoopbackDataflow();
+  const logged: string[] = [];
+  const node = serveToolEndpoint(actionHandler, {
+    transport: flow.transport,
+    logger: (level, message) => void logged.push(`${level} ${message}`),
+  });
+  const context = new ToolContext({
+    executionKey: new ToolExecutionKey({ invocationId: "inv-1", attemptId: "att-1" }),
+    toolId: "forge.tool.move",
+    implementationId: "moveit",
+    endpointId: "arm.moveit",
+    operation: "move",
+  });
+  await flow.request(encodeToolEnvelopeIpc(
+    makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, {
+      requestId: "r-1",
+      endpointInstanceId: "instance-1",
+    }),
+  ));
+  const types: string[] = [];
+  const first = await flow.nextOutput();
+  types.push(decodeToolEnvelopeIpc(first!.data).messageType);
+  flow.failNextSend("link down");
+  go.resolve();
+  const second = await flow.nextOutput();
+  types.push(decodeToolEnvelopeIpc(second!.data).messageType);
+  await emitted.promise;
+  await flow.stop();
+  const stats = await node;
+  assertEquals(types, ["tool.invoke.response", "tool.event"]);
+  // The response and the last two events went out; the failed event was counted and logged.
+  assertEquals([stats.responses, stats.sendFailures], [3, 1]);
+  assert(logged.some((line) => line.startsWith("error publishing") && line.includes("link down")));
 });

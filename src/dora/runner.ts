@@ -64,7 +64,10 @@ export interface ToolEndpointNodeStats {
   inputs: number;
   /** Input events on the request input (handler calls started). */
   requests: number;
-  /** Responses published successfully. */
+  /**
+   * Messages published successfully on the response output: the handlers' responses and
+   * whatever went through {@linkcode ToolEndpointNode.publish} (events, registrations).
+   */
   responses: number;
   /** Handler calls that threw or rejected (a failed publish the handler let through included). */
   errors: number;
@@ -261,6 +264,16 @@ export class ToolEndpointNode {
       },
     ).finally(() => this.#inFlight.delete(tracked));
     this.#inFlight.add(tracked);
+  }
+
+  /**
+   * Sends bytes on the response output the way a handler's `publish` does: a success counts in
+   * {@linkcode ToolEndpointNodeStats.responses}, a failure in
+   * {@linkcode ToolEndpointNodeStats.sendFailures} (logged) and rejects. For messages that are
+   * not the answer to a request input: events, registrations, status reports.
+   */
+  publish(message: Uint8Array): Promise<void> {
+    return this.#publish(message);
   }
 
   readonly #publish = async (response: Uint8Array): Promise<void> => {

@@ -12,12 +12,12 @@ import type { ToolEndpointHandler } from "../handler/handler.ts";
 import { EndpointNodeLifecycle, type EndpointNodeLifecycleOptions } from "../node/node.ts";
 import { DoraToolEndpointBinding } from "./binding.ts";
 import { encodeToolEnvelopeIpc } from "./fast_ipc.ts";
-import type { ToolEndpointRequestHandler } from "./runner.ts";
 import { decodeToolMessageIpc, encodeToolMessageIpc } from "./ipc.ts";
 import {
-  runToolEndpointNode,
+  ToolEndpointNode,
   type ToolEndpointNodeLogger,
   type ToolEndpointNodeStats,
+  type ToolEndpointRequestHandler,
 } from "./runner.ts";
 import type { DoraTransport } from "./transport.ts";
 
@@ -79,7 +79,9 @@ export function serveToolEndpoint(
   const { transport } = options;
   const responseOutputId = options.responseOutputId ?? "tool_response";
   const graceMs = options.graceMs ?? 5000;
-  const send = (bytes: Uint8Array) => transport.sendOutput(responseOutputId, bytes);
+  // Everything goes out through the node (created below, before any sink can run), so events
+  // and registry messages are counted, and a failed send logged, like responses.
+  const send = (bytes: Uint8Array) => node.publish(bytes);
   const codec = options.codec ?? "fast";
   if (codec !== "fast" && codec !== "generic") {
     throw new RangeError('codec must be "fast" or "generic"');
@@ -114,7 +116,7 @@ export function serveToolEndpoint(
         await publish(encodeToolMessageIpc(response));
       }
     };
-  const node = runToolEndpointNode({
+  const node = new ToolEndpointNode({
     transport,
     requestInputId: options.requestInputId,
     responseOutputId,
@@ -128,6 +130,7 @@ export function serveToolEndpoint(
     },
     handle,
   });
+  const stats = node.run();
   lifecycle?.start();
-  return node;
+  return stats;
 }
