@@ -250,6 +250,17 @@ Deno.test("duplicate keys at depth 1, 3 and inside arrays", () => {
     CODES.DUPLICATE_KEY,
     dup,
   );
+  // After a string or number in an array, a comma still belongs to the array; after the array,
+  // to the object (the scan takes the comma after a value without its general dispatch).
+  assertProtocolError(
+    () => decodeEnvelope(eventText('{"k":["x","y",1,2],"j":"z","k":0}')),
+    CODES.DUPLICATE_KEY,
+    dup,
+  );
+  assertEquals(decodeData('{"k":["k","k",1],"j":{"k":"k","j":2}}'), {
+    k: ["k", "k", 1],
+    j: { k: "k", j: 2 },
+  });
   // The same key in different objects is not a duplicate.
   assertEquals(decodeData('{"list":[{"k":1},{"k":2}],"k":{"k":3}}'), {
     list: [{ k: 1 }, { k: 2 }],

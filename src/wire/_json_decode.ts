@@ -99,6 +99,12 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
           }
         }
         i++;
+        // The byte after a value is most often a comma: taken here, it skips a trip through
+        // the dispatch below (the same for numbers and for the colon after a key).
+        if (i < end && bytes[i] === 0x2c) {
+          i++;
+          expectKey = frameIsObject[level] === 1;
+        }
         continue;
       }
       // An object key: hash it for the duplicate check; an escaped key takes the exact path.
@@ -113,6 +119,7 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
         i++;
       }
       i++;
+      if (i < end && bytes[i] === 0x3a) i++;
       expectKey = false;
       const set = frameKeySets[level];
       if (set !== undefined) {
@@ -140,6 +147,10 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
     if ((c >= 0x30 && c <= 0x39) || c === 0x2d) {
       i = scanNumber(bytes, i, end);
       if (i < 0) return SCAN_DIRTY;
+      if (i < end && bytes[i] === 0x2c) {
+        i++;
+        expectKey = frameIsObject[level] === 1;
+      }
       continue;
     }
     i++;

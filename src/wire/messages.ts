@@ -118,11 +118,15 @@ function construct<T>(path: string, build: () => T): T {
   try {
     return build();
   } catch (error) {
-    if (error instanceof TypeError || error instanceof RangeError) {
-      throw invalidPayload(error.message, path);
-    }
-    throw error;
+    throw modelError(error, path);
   }
+}
+
+/** A model's `TypeError`/`RangeError` as `INVALID_PAYLOAD` at `path`; anything else as it is. */
+function modelError(error: unknown, path: string): unknown {
+  return error instanceof TypeError || error instanceof RangeError
+    ? invalidPayload(error.message, path)
+    : error;
 }
 
 function has(object: Record<string, unknown>, key: string): boolean {
@@ -292,7 +296,7 @@ function readInvokeRequest(
   if (!build) {
     // The execution key's fields, endpoint_id and operation are envelope headers, checked
     // alike; the arguments and metadata are plain objects of a checked payload.
-    construct("payload.context", () =>
+    try {
       checkToolContextFields(
         context.tool_id,
         context.implementation_id,
@@ -300,7 +304,10 @@ function readInvokeRequest(
         envelope.operation,
         callerId,
         deadlineMs,
-      ));
+      );
+    } catch (error) {
+      throw modelError(error, "payload.context");
+    }
     return undefined;
   }
   const request = construct("payload.arguments", () => new ToolRequest({ arguments: args }));
