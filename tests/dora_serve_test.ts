@@ -72,10 +72,13 @@ Deno.test("with a registration hook, a Registry response reaches it and nothing 
 Deno.test("serveToolEndpoint with a lifecycle registers at start and unregisters on stop", async () => {
   const flow = new LoopbackDataflow();
   const registry = new EndpointRegistry({ routes: { yolo: "vision.yolo" }, leaseTtlMs: 60_000 });
+  const logged: string[] = [];
   const node = serveToolEndpoint(handler(), {
     transport: flow.transport,
-    lifecycle: { unregisterTimeoutMs: 200, health: { periodMs: 60_000 } },
-    logger: () => {},
+    // Far beyond the grace period: only an answer read after Stop ends the unregister in time.
+    lifecycle: { unregisterTimeoutMs: 60_000, health: { periodMs: 60_000 } },
+    graceMs: 10_000,
+    logger: (level, message) => void logged.push(`${level} ${message}`),
   });
   const sent: string[] = [];
   const gateway = (async () => {
@@ -111,6 +114,94 @@ Deno.test("serveToolEndpoint with a lifecycle registers at start and unregisters
   assert(sent.indexOf("register accepted") > sent.indexOf("endpoint.register"), sent.join());
   assert(sent.indexOf("endpoint.unregister") > sent.indexOf("register accepted"), sent.join());
   assert(sent.includes("unregister accepted"), sent.join());
+  // The node read the answer after Stop: no grace expiry, nothing abandoned, no failure logged.
+  assertEquals(stats.abandoned, 0);
+  assertEquals(logged.filter((line) => line.startsWith("error") || line.startsWith("warn")), []);
+});
+
+Deno.test("serveToolEndpoint: an unanswered unregister is logged with its reason", async () => {
+  const flow = new LoopbackDataflow();
+  const registry = new EndpointRegistry({ routes: { yolo: "vision.yolo" }, leaseTtlMs: 60_000 });
+  const logged: string[] = [];
+  const node = serveToolEndpoint(handler(), {
+    transport: flow.transport,
+    lifecycle: { unregisterTimeoutMs: 50, health: { periodMs: 60_000 } },
+    logger: (level, message) => void logged.push(`${level} ${message}`),
+  });
+  const gateway = (async () => {
+    for (;;) {
+      const output = await flow.nextOutput();
+      if (output === null) return;
+      const envelope = decodeToolEnvelopeIpc(output.data);
+      // The Registry answers the register only.
+      if (envelope.messageType === "endpoint.register") {
+        await flow.request(encodeToolEnvelopeIpc(registry.handle(envelope, "yolo")))
+          .catch(() => {});
+      }
+    }
+  })();
+  for (let i = 0; i < 200 && registry.records().length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await flow.stop();
+  const stats = await node;
+  await gateway;
+  assertEquals(stats.stopReason, "stop");
+  assert(
+    logged.some((line) =>
+      line.startsWith("error onShutdown failed") &&
+      line.includes(
+        "endpoint.unregister got no answer: no endpoint.registry.response to " +
+          "unregister within 50 ms",
+      )
+    ),
+    logged.join("\n"),
+  );
+});
+
+Deno.test("serveToolEndpoint: a request arriving after Stop, while work settles, is answered", async () => {
+  const release = Promise.withResolvers<void>();
+  const started = Promise.withResolvers<void>();
+  const slow = new ToolEndpointHandler(descriptor, {
+    endpointInstanceId: "instance-1",
+    operations: {
+      detect: {
+        query: async () => {
+          started.resolve();
+          await release.promise;
+          return new ToolResult({ status: "succeeded" });
+        },
+      },
+    },
+  });
+  const flow = new LoopbackDataflow();
+  const node = serveToolEndpoint(slow, { transport: flow.transport, logger: () => {} });
+  const invoke = (requestId: string, invocationId: string) =>
+    encodeToolEnvelopeIpc(makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: {} }),
+      new ToolContext({
+        executionKey: new ToolExecutionKey({ invocationId, attemptId: "att-1" }),
+        toolId: "forge.tool.detect",
+        implementationId: "yolo",
+        endpointId: "vision.yolo",
+        operation: "detect",
+      }),
+      { requestId, endpointInstanceId: "instance-1" },
+    ));
+  await flow.request(invoke("r-1", "inv-1"));
+  await started.promise;
+  await flow.stop();
+  // The handler is closing (it waits for inv-1), and the node still reads: r-2 gets an answer.
+  await flow.request(invoke("r-2", "inv-2"));
+  const late = decodeToolEnvelopeIpc((await flow.nextOutput())!.data);
+  release.resolve();
+  const first = decodeToolEnvelopeIpc((await flow.nextOutput())!.data);
+  const stats = await node;
+  assertEquals([late.requestId, late.messageType], ["r-2", "tool.invoke.response"]);
+  assertEquals(late.payload.outcome, "rejected");
+  assertEquals((late.payload.error as { code: string }).code, "FORGE_ENDPOINT_UNAVAILABLE");
+  assertEquals([first.requestId, first.payload.outcome], ["r-1", "completed"]);
+  assertEquals([stats.requests, stats.responses, stats.abandoned], [2, 2, 0]);
 });
 
 Deno.test("serveToolEndpoint counts events in stats.responses and their failed sends in sendFailures", async () => {

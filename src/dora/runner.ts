@@ -136,6 +136,7 @@ export class ToolEndpointNode {
     stopReason: null,
   };
   #running: Promise<ToolEndpointNodeStats> | null = null;
+  #pendingNext: Promise<DoraEvent | null> | null = null;
 
   /** Creates a node; nothing is read before {@linkcode ToolEndpointNode.run}. */
   constructor(options: ToolEndpointNodeOptions) {
@@ -171,8 +172,10 @@ export class ToolEndpointNode {
   /**
    * Serves until Stop, the end of the event stream or {@linkcode ToolEndpointNode.stop}, then
    * shuts down (onShutdown, in-flight requests up to the grace period, transport close) and
-   * resolves with the stats. Rejects, after the same shutdown, when the transport fails.
-   * Calling it again returns the same promise.
+   * resolves with the stats. After Stop or `stop()` the node keeps reading events while
+   * `onShutdown` runs, handling request inputs as before (so a closing handler answers them and
+   * management responses still arrive). Rejects, after the same shutdown, when the transport
+   * fails. Calling it again returns the same promise.
    */
   run(): Promise<ToolEndpointNodeStats> {
     return this.#running ??= this.#run();
@@ -196,7 +199,8 @@ export class ToolEndpointNode {
       this.#log("error", `reading the next Dora event failed: ${describe(error)}`);
       failure = { error };
     }
-    await this.#shutdown();
+    const reason = this.#stats.stopReason;
+    await this.#shutdown(reason === "stop" || reason === "requested");
     if (failure !== null) throw failure.error;
     return this.#stats;
   }
@@ -211,12 +215,8 @@ export class ToolEndpointNode {
       const event = await Promise.race([next, wake.promise]);
       this.#wake = null;
       if (event === "requested") {
-        next.then(
-          (late) => {
-            if (late !== null) this.#log("debug", `event ${late.type} after stop ignored`);
-          },
-          () => undefined,
-        );
+        // Still pending: the shutdown reads it (see #drain).
+        this.#pendingNext = next;
         return "requested";
       }
       if (event === null) return "end-of-stream";
@@ -287,7 +287,7 @@ export class ToolEndpointNode {
     this.#stats.responses++;
   };
 
-  async #shutdown(): Promise<void> {
+  async #shutdown(drain: boolean): Promise<void> {
     const started = performance.now();
     let shutdownHook: Promise<void> = Promise.resolve();
     if (this.#onShutdown !== undefined) {
@@ -299,13 +299,25 @@ export class ToolEndpointNode {
         this.#log("error", `onShutdown failed: ${describe(error)}`);
       }
     }
-    const everything = Promise.all([shutdownHook, ...this.#inFlight]).then(() => true);
+    // After Stop the streams stay open until Dora closes them: while the shutdown hook runs, the
+    // node keeps reading, so a Registry's answer to the unregister arrives and a late request is
+    // answered (by a handler that is closing) rather than dropped.
+    const stopDraining = Promise.withResolvers<"stop">();
+    const drained = drain ? this.#drain(stopDraining.promise) : Promise.resolve();
+    shutdownHook.then(() => stopDraining.resolve("stop"));
+    const everything = (async () => {
+      await shutdownHook;
+      await drained;
+      while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+      return true;
+    })();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), this.#graceMs);
     });
     const settled = await Promise.race([everything, timeout]);
     clearTimeout(timer);
+    stopDraining.resolve("stop");
     if (!settled) {
       this.#stats.abandoned = this.#inFlight.size;
       this.#log(
@@ -319,6 +331,52 @@ export class ToolEndpointNode {
       await this.#transport.close();
     } catch (error) {
       this.#log("error", `closing the Dora transport failed: ${describe(error)}`);
+    }
+  }
+
+  /**
+   * Reads events until `stop` settles or the streams end: inputs are handled as while serving,
+   * other events counted. A read still pending when `stop` settles is left to the transport's
+   * close (which waits for it); what it returns is logged and ignored.
+   */
+  async #drain(stop: Promise<"stop">): Promise<void> {
+    let next = this.#pendingNext ?? this.#nextEventOrNull();
+    this.#pendingNext = null;
+    for (;;) {
+      const event = await Promise.race([next, stop]);
+      if (event === "stop") {
+        next.then((late) => {
+          if (late !== null) this.#log("debug", `event ${late.type} after shutdown ignored`);
+        }, () => undefined);
+        return;
+      }
+      if (event === null) return;
+      if (event.type === "input") {
+        this.#onInput(event.id, event.data, event.timestampMs);
+      } else {
+        this.#count(event.type);
+        this.#log("debug", `Dora event ${event.type} received while shutting down`);
+      }
+      next = this.#nextEventOrNull();
+    }
+  }
+
+  /** The transport's next event; a failed read while shutting down ends the reading (logged). */
+  #nextEventOrNull(): Promise<DoraEvent | null> {
+    try {
+      return this.#transport.nextEvent().catch((error) => {
+        this.#log(
+          "warn",
+          `reading the next Dora event while shutting down failed: ${describe(error)}`,
+        );
+        return null;
+      });
+    } catch (error) {
+      this.#log(
+        "warn",
+        `reading the next Dora event while shutting down failed: ${describe(error)}`,
+      );
+      return Promise.resolve(null);
     }
   }
 

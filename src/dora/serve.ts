@@ -124,9 +124,15 @@ export function serveToolEndpoint(
     logger: options.logger,
     // With a lifecycle: stop admitting, settle, report unavailable, unregister (the runner then
     // closes the transport); without: stop admitting and settle.
+    // The node keeps reading events while this runs, so the unregister's answer arrives; when
+    // none did (or the send failed), the node's logger gets the reason.
     onShutdown: async () => {
-      if (lifecycle === undefined) await handler.close({ graceMs });
-      else await lifecycle.shutdown();
+      if (lifecycle === undefined) return await handler.close({ graceMs });
+      const response = await lifecycle.shutdown();
+      const error = lifecycle.registration.lastError;
+      if (response === undefined && error !== undefined) {
+        throw new Error(`endpoint.unregister got no answer: ${error.message}`);
+      }
     },
     handle,
   });
