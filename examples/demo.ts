@@ -197,5 +197,5 @@ const stats = await node;
 await gateway.finished();
 console.log(
   `${elapsed()}  node stopped (${stats.stopReason}): ${stats.requests} requests, ` +
-    `${stats.responses} responses, ${stats.errors} errors`,
+    `${stats.responses} messages published, ${stats.errors} errors`,
 );
