@@ -349,6 +349,43 @@ Deno.test("runner: the end of the event stream ends serving", async () => {
   await assertRejects(() => flow.request(new Uint8Array([2])), Error, "closed");
 });
 
+Deno.test("runner: after Stop, events are read and handled until onShutdown settles", async () => {
+  const flow = new LoopbackDataflow();
+  const hook = gate();
+  const received: Uint8Array[] = [];
+  const done = runToolEndpointNode({
+    transport: flow.transport,
+    handle: echo(received),
+    onShutdown: () => hook.promise,
+    logger: () => {},
+  });
+  await flow.stop();
+  // Still reading: a request and an error event arrive while the hook runs.
+  await flow.request(new Uint8Array([7, 8]));
+  assertEquals(await flow.nextOutput(), {
+    id: "tool_response",
+    data: echoed(new Uint8Array([7, 8])),
+  });
+  await flow.event("error");
+  hook.open();
+  const stats = await done;
+  assertEquals(received, [new Uint8Array([7, 8])]);
+  assertEquals([stats.requests, stats.responses, stats.events.get("error")], [1, 1, 1]);
+  assertEquals(stats.stopReason, "stop");
+  assert(flow.isClosed);
+});
+
+Deno.test("runner: after Stop without onShutdown, no further event is read", async () => {
+  const flow = new LoopbackDataflow();
+  const done = runToolEndpointNode({ transport: flow.transport, handle: echo(), logger: () => {} });
+  await flow.stop();
+  const stats = await done;
+  assertEquals(stats.stopReason, "stop");
+  assert(flow.isClosed);
+  await assertRejects(() => flow.request(new Uint8Array([1])), Error, "the node closed");
+  assertEquals(stats.requests, 0);
+});
+
 Deno.test("runner: stop() from the process side ends serving without a Stop event", async () => {
   const flow = new LoopbackDataflow();
   let shutdowns = 0;

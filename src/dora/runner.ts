@@ -303,7 +303,16 @@ export class ToolEndpointNode {
     // node keeps reading, so a Registry's answer to the unregister arrives and a late request is
     // answered (by a handler that is closing) rather than dropped.
     const stopDraining = Promise.withResolvers<"stop">();
-    const drained = drain ? this.#drain(stopDraining.promise) : Promise.resolve();
+    // Without a hook there is nothing to wait for: no new read is started (one still pending
+    // after stop() is left to close, as before).
+    const drained = drain && this.#onShutdown !== undefined
+      ? this.#drain(stopDraining.promise)
+      : Promise.resolve();
+    if (this.#pendingNext !== null && this.#onShutdown === undefined) {
+      this.#pendingNext.then((late) => {
+        if (late !== null) this.#log("debug", `event ${late.type} after stop ignored`);
+      }, () => undefined);
+    }
     shutdownHook.then(() => stopDraining.resolve("stop"));
     const everything = (async () => {
       await shutdownHook;
