@@ -13,7 +13,9 @@
  *   generic codec around `dispatchInput` (the baseline) and the fast codec (`dispatchIpc`).
  *
  * `deno bench` prints each case's time, iterations per second and ratio to its group's baseline;
- * `deno task bench` adds a summary of the key ratios (bench/summary.ts).
+ * `deno task bench` adds a summary of the key ratios (bench/summary.ts). One iteration handles
+ * `TYPICAL_PER_ITERATION` (16) typical messages, or one 64 KiB message, in every case, so that
+ * all cases are timed the same way (see _payloads.ts).
  */
 import {
   decodeEnvelope,
@@ -36,7 +38,7 @@ import {
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
 } from "../dora.ts";
-import { largeRequest, typicalRequest } from "./_payloads.ts";
+import { largeRequest, TYPICAL_PER_ITERATION, typicalRequest } from "./_payloads.ts";
 
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
@@ -75,11 +77,13 @@ const cases = [["typical", typicalRequest], ["64KiB", largeRequest]] as const;
 for (const [name, envelope] of cases) {
   // deno bench warms a case up for only 10 ms: long enough to start, not to reach the optimised
   // steady state a node serving a stream of requests runs in, nor to collect the garbage the case
-  // before left. Every case gets this many warmup iterations first (about a second at most).
-  const warmup = name === "typical" ? 3000 : 300;
-  // At 64 KiB deno bench's half-second budget holds a few hundred iterations: measure more, so a
-  // noisy neighbour moves the average less.
-  const n = name === "typical" ? undefined : 1000;
+  // before left. Every case gets this many warmup iterations first, and at least n measured ones
+  // (deno bench's half-second budget holds only a few hundred iterations: a noisy neighbour would
+  // move the average more).
+  const k = name === "typical" ? TYPICAL_PER_ITERATION : 1;
+  const each = k === 1 ? "" : ` ×${k}`;
+  const warmup = name === "typical" ? 200 : 300;
+  const n = 1000;
   const ipc = encodeToolMessageIpc(toolEnvelopeToMessage(envelope));
   const wire = encodeEnvelope(envelope);
   const payload = payloadJsonBytes(envelope);
@@ -97,77 +101,81 @@ for (const [name, envelope] of cases) {
   const decodeGroup = `carrier decode ${name}`;
   Deno.bench({
     name:
-      `generic: apache-arrow IPC read + toolMessageToEnvelope + typed ${name} (${ipc.length} B)`,
+      `generic: apache-arrow IPC read + toolMessageToEnvelope + typed ${name} (${ipc.length} B)${each}`,
     group: decodeGroup,
     baseline: true,
+    warmup,
+    n,
     fn: () => {
-      validateMessageEnvelope(toolMessageToEnvelope(decodeToolMessageIpc(ipc)));
+      for (let i = 0; i < k; i++) {
+        validateMessageEnvelope(toolMessageToEnvelope(decodeToolMessageIpc(ipc)));
+      }
     },
   });
   Deno.bench({
-    name: `fast: decodeToolEnvelopeIpc + typed ${name}`,
+    name: `fast: decodeToolEnvelopeIpc + typed ${name}${each}`,
     group: decodeGroup,
     warmup,
     n,
     fn: () => {
-      validateMessageEnvelope(decodeToolEnvelopeIpc(ipc));
+      for (let i = 0; i < k; i++) validateMessageEnvelope(decodeToolEnvelopeIpc(ipc));
     },
   });
   Deno.bench({
-    name: `Wire: decodeEnvelope (strict + typed) ${name} (${wire.length} B)`,
+    name: `Wire: decodeEnvelope (strict + typed) ${name} (${wire.length} B)${each}`,
     group: decodeGroup,
     warmup,
     n,
     fn: () => {
-      decodeEnvelope(wire);
+      for (let i = 0; i < k; i++) decodeEnvelope(wire);
     },
   });
   Deno.bench({
-    name: `floor: JSON.parse(TextDecoder) of payload_json ${name} (${payload.length} B)`,
+    name: `floor: JSON.parse(TextDecoder) of payload_json ${name} (${payload.length} B)${each}`,
     group: decodeGroup,
     warmup,
     n,
     fn: () => {
-      JSON.parse(textDecoder.decode(payload));
+      for (let i = 0; i < k; i++) JSON.parse(textDecoder.decode(payload));
     },
   });
 
   const encodeGroup = `carrier encode ${name}`;
   Deno.bench({
-    name: `generic: toolEnvelopeToMessage + apache-arrow IPC write ${name}`,
+    name: `generic: toolEnvelopeToMessage + apache-arrow IPC write ${name}${each}`,
     group: encodeGroup,
     warmup,
     n,
     baseline: true,
     fn: () => {
-      encodeToolMessageIpc(toolEnvelopeToMessage(envelope));
+      for (let i = 0; i < k; i++) encodeToolMessageIpc(toolEnvelopeToMessage(envelope));
     },
   });
   Deno.bench({
-    name: `fast: encodeToolEnvelopeIpc ${name}`,
+    name: `fast: encodeToolEnvelopeIpc ${name}${each}`,
     group: encodeGroup,
     warmup,
     n,
     fn: () => {
-      encodeToolEnvelopeIpc(envelope);
+      for (let i = 0; i < k; i++) encodeToolEnvelopeIpc(envelope);
     },
   });
   Deno.bench({
-    name: `Wire: encodeEnvelope (validated, sorted) ${name}`,
+    name: `Wire: encodeEnvelope (validated, sorted) ${name}${each}`,
     group: encodeGroup,
     warmup,
     n,
     fn: () => {
-      encodeEnvelope(envelope);
+      for (let i = 0; i < k; i++) encodeEnvelope(envelope);
     },
   });
   Deno.bench({
-    name: `floor: TextEncoder(JSON.stringify) of the payload ${name}`,
+    name: `floor: TextEncoder(JSON.stringify) of the payload ${name}${each}`,
     group: encodeGroup,
     warmup,
     n,
     fn: () => {
-      textEncoder.encode(JSON.stringify(plainPayload));
+      for (let i = 0; i < k; i++) textEncoder.encode(JSON.stringify(plainPayload));
     },
   });
 
@@ -175,23 +183,25 @@ for (const [name, envelope] of cases) {
   const generic = binding();
   const fast = binding();
   Deno.bench({
-    name: `generic: IPC read → dispatchInput → Query → IPC write ${name}`,
+    name: `generic: IPC read → dispatchInput → Query → IPC write ${name}${each}`,
     group: roundTripGroup,
     warmup,
     n,
     baseline: true,
     fn: async () => {
-      const batch = decodeToolMessageIpc(ipc, { maxBytes: generic.maxCarrierBytes });
-      for (const response of await generic.dispatchInput(batch)) encodeToolMessageIpc(response);
+      for (let i = 0; i < k; i++) {
+        const batch = decodeToolMessageIpc(ipc, { maxBytes: generic.maxCarrierBytes });
+        for (const response of await generic.dispatchInput(batch)) encodeToolMessageIpc(response);
+      }
     },
   });
   Deno.bench({
-    name: `fast: dispatchIpc → Query → IPC bytes ${name}`,
+    name: `fast: dispatchIpc → Query → IPC bytes ${name}${each}`,
     group: roundTripGroup,
     warmup,
     n,
     fn: async () => {
-      await fast.dispatchIpc(ipc);
+      for (let i = 0; i < k; i++) await fast.dispatchIpc(ipc);
     },
   });
 }

@@ -4,21 +4,13 @@
  * `JSON.parse(new TextDecoder().decode(bytes))` and `TextEncoder` + `JSON.stringify` of the same
  * message. `deno bench` prints each case's ratio to its group's baseline.
  *
- * One bench iteration handles {@linkcode TYPICAL_PER_ITERATION} typical messages (one 64 KiB
- * message), on both sides. `deno bench` times a function call by call when its warmup calls
- * averaged over 10 µs, and otherwise in batches of 10,000 calls; one typical message sits near
- * that threshold, so a baseline and its case could land on either side of it and be timed
- * differently (the call-by-call side paying the timer's cost on every call), which swung the
- * ratio between runs on a loaded machine. With 16 messages per call both sides are timed the
- * same way, and the timer's cost is small beside a call.
+ * One bench iteration handles `TYPICAL_PER_ITERATION` (16) typical messages, or one 64 KiB
+ * message, on both sides of a group, so that both are timed the same way (see _payloads.ts).
  *
  * @module
  */
 import { decodeEnvelope, encodeEnvelope } from "../mod.ts";
-import { largeRequest, typicalRequest } from "./_payloads.ts";
-
-/** Typical messages decoded or encoded per bench iteration (the ratio does not depend on it). */
-export const TYPICAL_PER_ITERATION = 16;
+import { largeRequest, TYPICAL_PER_ITERATION, typicalRequest } from "./_payloads.ts";
 
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
