@@ -39,8 +39,10 @@ import {
   ToolEvent,
   ToolProtocolError,
   ToolRequest,
+  validateMessageEnvelope,
 } from "../mod.ts";
 import {
+  decodeToolEnvelopeIpc,
   decodeToolMessageIpc,
   encodeToolMessageIpc,
   TOOL_MESSAGE_SCHEMA,
@@ -1093,4 +1095,34 @@ Deno.test("a corrupted metadata vector length is refused before apache-arrow loo
   assertProtocolError(() => decodeToolMessageIpc(corrupted), CODES.INVALID_MESSAGE, {
     message: "invalid Arrow IPC stream: message metadata is out of bounds",
   });
+});
+
+Deno.test("payload_json: an integral float token in an integer field is refused on both paths", () => {
+  const row = {
+    ...UNREGISTER_ROW,
+    message_type: "endpoint.registry.response",
+    request_id: "r-1",
+    payload_json:
+      '{"lease_ttl_ms":1000,"operation":"register","registry_revision":1.0,"status":"accepted"}',
+  };
+  const batch = carrier({}, undefined, row);
+  const ipc = encodeToolMessageIpc(batch);
+  const refused = {
+    message: "registry_revision must be in [0, 9007199254740991]",
+    path: "payload",
+  };
+  assertProtocolError(
+    () => validateMessageEnvelope(toolMessageToEnvelope(batch)),
+    CODES.INVALID_PAYLOAD,
+    refused,
+  );
+  assertProtocolError(
+    () => validateMessageEnvelope(decodeToolEnvelopeIpc(ipc)),
+    CODES.INVALID_PAYLOAD,
+    refused,
+  );
+  // The integer itself is accepted on both.
+  const fine = carrier({ payload_json: row.payload_json.replace("1.0", "1") }, undefined, row);
+  validateMessageEnvelope(toolMessageToEnvelope(fine));
+  validateMessageEnvelope(decodeToolEnvelopeIpc(encodeToolMessageIpc(fine)));
 });

@@ -5,14 +5,17 @@ import {
   decodeEnvelope,
   encodeEnvelope,
   invokeRequestFromEnvelope,
+  makeInvokeRequestEnvelope,
   ToolEnvelope,
   type ToolEnvelopeInit,
   ToolProtocolError,
+  ToolRequest,
 } from "../mod.ts";
 import {
   assertProtocolError,
   bytes,
   CODES,
+  context,
   EVENT_HEADERS,
   eventText,
   MAX,
@@ -470,16 +473,108 @@ Deno.test("-0 decodes to 0", () => {
   assert(encoded.includes('"data":{"v":0}'));
 });
 
-Deno.test("documented divergence: an integral float token in an integer field is an integer", () => {
-  // Python's isinstance(value, int) refuses 1.0 and 0e0 from float tokens; JSON.parse gives the
-  // same number for 1 and 1.0, so this package accepts them as the integers they equal.
-  assertEquals(
-    decodeEnvelope(eventText("{}").replace('"sequence":0', '"sequence":1.0')).sequence,
-    1,
+/** A valid tool.invoke.request with empty arguments and deadline_ms 1800000000000, as text. */
+function invokeText(): string {
+  return text(encodeEnvelope(makeInvokeRequestEnvelope(
+    new ToolRequest({ arguments: {} }),
+    context("vision.yolo", "detect", { deadlineMs: 1_800_000_000_000 }),
+    { requestId: "request-1", endpointInstanceId: "instance-1" },
+  )));
+}
+
+Deno.test("a float token is not an integer in the Wire's integer fields, even when integral", () => {
+  // Python's isinstance(value, int) refuses 1.0, 0e0 and -0.0 from float tokens although they
+  // equal integers; each integer field gives the error it gives any other non-integer there.
+  const seq = { message: "must be an integer in [0, 9007199254740991]", path: "sequence" };
+  // The last two are written with other digits but are integers as binary64 reads them.
+  for (
+    const token of [
+      "1.0",
+      "0e0",
+      "1E0",
+      "-0.0",
+      "0.000",
+      "3.0e0",
+      "1.0000000000000001",
+      "0.99999999999999999",
+    ]
+  ) {
+    assertProtocolError(
+      () => decodeEnvelope(eventText("{}").replace('"sequence":0', `"sequence":${token}`)),
+      CODES.INVALID_MESSAGE,
+      seq,
+    );
+  }
+  assertEquals(decodeEnvelope(eventText("{}").replace('"sequence":0', '"sequence":7')).sequence, 7);
+  // On a message without a sequence, a float one is still "present".
+  assertProtocolError(
+    () => decodeEnvelope(unregisterText().replace('"protocol"', '"sequence":1.0,"protocol"')),
+    CODES.INVALID_MESSAGE,
+    { message: "must be omitted for endpoint management messages", path: "sequence" },
   );
+  assertProtocolError(
+    () => decodeEnvelope(invokeText().replace('"protocol"', '"sequence":0.0,"protocol"')),
+    CODES.INVALID_MESSAGE,
+    { message: "must be omitted for non-event messages", path: "sequence" },
+  );
+  // Payload integer fields: deadline_ms, active_invocations, registry_revision, lease_ttl_ms and
+  // max_concurrency.
+  const invoke = invokeText().replace(
+    '"deadline_ms":1800000000000',
+    '"deadline_ms":1800000000000.0',
+  );
+  assert(invoke.includes('"deadline_ms":1800000000000.0'));
+  assertProtocolError(() => decodeEnvelope(invoke), CODES.INVALID_PAYLOAD, {
+    message:
+      "deadline_ms must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
+    path: "payload.context",
+  });
+  const status = (n: string) =>
+    `{"endpoint_id":"e","endpoint_instance_id":"x","message_type":"endpoint.status",` +
+    `"payload":{"status":{"active_invocations":${n},"details":{},"state":"ready"}},` +
+    `"protocol":"${PROTOCOL}"}`;
+  assertEquals(decodeEnvelope(status("2")).payload, {
+    status: { active_invocations: 2, details: {}, state: "ready" },
+  });
+  assertProtocolError(() => decodeEnvelope(status("2.0")), CODES.INVALID_PAYLOAD, {
+    message: "active_invocations must be in [0, 9007199254740991]",
+    path: "payload.status",
+  });
+  const registry = (revision: string, ttl: string) =>
+    `{"endpoint_id":"e","endpoint_instance_id":"x","message_type":"endpoint.registry.response",` +
+    `"payload":{"lease_ttl_ms":${ttl},"operation":"register","registry_revision":${revision},` +
+    `"status":"accepted"},"protocol":"${PROTOCOL}","request_id":"r"}`;
+  assertProtocolError(() => decodeEnvelope(registry("1.0", "1e3")), CODES.INVALID_PAYLOAD, {
+    message: "registry_revision must be in [0, 9007199254740991]",
+    path: "payload",
+  });
+  assertProtocolError(() => decodeEnvelope(registry("1", "1e3")), CODES.INVALID_PAYLOAD, {
+    message: "lease_ttl_ms must be in [1, 9007199254740991] when provided",
+    path: "payload",
+  });
+  const register = (maxConcurrency: string) =>
+    `{"endpoint_id":"e","endpoint_instance_id":"x","message_type":"endpoint.register",` +
+    `"payload":{"descriptor":{"endpoint_id":"e","operations":[{"cancellable":false,` +
+    `"max_concurrency":${maxConcurrency},"name":"op","semantics":"query","status_supported":false,` +
+    `"stoppable":false}],"protocol_version":"${PROTOCOL}"}},"protocol":"${PROTOCOL}",` +
+    `"request_id":"r"}`;
+  assertEquals(decodeEnvelope(register("4")).messageType, "endpoint.register");
+  assertProtocolError(() => decodeEnvelope(register("4.0")), CODES.INVALID_PAYLOAD, {
+    message: "max_concurrency must be in [1, 9007199254740991]",
+    path: "payload.descriptor.operations[0]",
+  });
+  // Elsewhere a float token is plain data: the same number (written back as an integer, the
+  // documented divergence), and a member named like an integer field is not one.
+  const args = decodeEnvelope(
+    invokeText().replace(
+      '"arguments":{}',
+      '"arguments":{"deadline_ms":1.0,"list":[2.0],"sequence":0e0}',
+    ),
+  );
+  assertEquals(args.payload.arguments, { deadline_ms: 1, list: [2], sequence: 0 });
   assertEquals(
-    decodeEnvelope(eventText("{}").replace('"sequence":0', '"sequence":0e0')).sequence,
-    0,
+    new TextDecoder().decode(encodeEnvelope(args)).match(/"arguments":\{[^}]*\}/)?.[0],
+    '"arguments":{"deadline_ms":1,"list":[2],"sequence":0}',
   );
 });
 

@@ -195,6 +195,26 @@ export function isArrayIndex(key: string): boolean {
   return /^(?:0|[1-9][0-9]{0,9})$/.test(key) && Number(key) < 4294967295;
 }
 
+// Members of decoded objects whose JSON token was a float with an integral value (`1.0`, `1e2`,
+// `-0.0`). JavaScript holds such a value as the same number as the integer, but the reference
+// keeps it a float, which its integer fields refuse. The strict decoder's exact path records them
+// here, copyJson carries them over to its copies, and the Wire's integer fields ask.
+const floatMembers = new WeakMap<object, Set<string>>();
+let floatMembersRecorded = false;
+
+/** @internal Records that `object[key]` was decoded from a float token with an integral value. */
+export function markFloatMember(object: object, key: string): void {
+  floatMembersRecorded = true;
+  const keys = floatMembers.get(object);
+  if (keys === undefined) floatMembers.set(object, new Set([key]));
+  else keys.add(key);
+}
+
+/** @internal True when `object[key]` was decoded from a float token with an integral value. */
+export function isFloatMember(object: object, key: string): boolean {
+  return floatMembersRecorded && floatMembers.get(object)?.has(key) === true;
+}
+
 // Canonical JSON: values copied by copyJson are deeply frozen, their objects hold their keys in
 // code point order, and they passed every interoperable JSON rule. The root of every copy is
 // remembered with its height (the deepest nesting below it) and whether `JSON.stringify` would
@@ -290,6 +310,10 @@ function copy(
         throw report("unsupported", path, typeName(value));
       }
       const out: Record<string, unknown> = {};
+      if (floatMembersRecorded) {
+        const floats = floatMembers.get(value);
+        if (floats !== undefined) floatMembers.set(out, floats);
+      }
       for (const [key, item] of entries) {
         if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
         if (isArrayIndex(key)) flag = 1;

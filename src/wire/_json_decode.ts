@@ -13,7 +13,7 @@
  */
 import { MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { hasLoneSurrogate, setOwn } from "../endpoint/_json.ts";
+import { hasLoneSurrogate, markFloatMember, setOwn } from "../endpoint/_json.ts";
 import { pyRepr } from "./_repr.ts";
 
 /**
@@ -191,7 +191,8 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
 /**
  * Skips one number token starting at `i` and returns the index after it, or -1 when the token
  * needs the exact path: an integer of 16 or more digits (it may exceed ±(2^53 − 1)), `-0`, or a
- * float with an exponent or 16 or more integer digits.
+ * float with an exponent, 16 or more integer digits, or a value that is or may round to an
+ * integer.
  */
 function scanNumber(bytes: Uint8Array, i: number, end: number): number {
   const negative = bytes[i] === 0x2d;
@@ -215,11 +216,25 @@ function scanNumber(bytes: Uint8Array, i: number, end: number): number {
   // frozen payload re-encodes them as the reference does).
   if (next !== 0x2e || digits >= 16) return -1;
   j++;
+  // A float that is, or may round to, an integer takes the exact path, which marks it (the
+  // Wire's integer fields refuse a float token, as the reference does): a fraction of zeros only
+  // (1.0), or one so close to an integer that binary64 may round it there (1.0000000000000001).
+  // With d integer digits, half an ulp is below 2.3e-16 × 10^d, and a fraction whose first
+  // digit other than 0 (or other than 9) comes after z digits is at least 10^-(z+1) away from an
+  // integer: z ≤ 14 − d is safe.
+  const fractionStart = j;
+  let zeros = -1;
+  let nines = -1;
   while (j < end) {
     const d = bytes[j];
     if (d < 0x30 || d > 0x39) break;
+    if (zeros < 0 && d !== 0x30) zeros = j - fractionStart;
+    if (nines < 0 && d !== 0x39) nines = j - fractionStart;
     j++;
   }
+  if (zeros < 0) return -1;
+  if (nines < 0) nines = j - fractionStart;
+  if (zeros > 14 - digits || nines > 14 - digits) return -1;
   const after = j < end ? bytes[j] : 0;
   return after === 0x65 || after === 0x45 ? -1 : j;
 }
@@ -321,9 +336,12 @@ function parseExactOrFault(text: string): unknown {
   const stack: Frame[] = [];
   let result: unknown;
   skip();
+  // Set by readNumber for a float token with an integral value (see markFloatMember).
+  let integralFloat = false;
   // Parse one value; containers push frames and continue the loop.
   value: for (;;) {
     let v: unknown;
+    integralFloat = false;
     const c = text.charCodeAt(i);
     if (c === 0x7b) {
       if (stack.length >= MAX_PARSE_NESTING) {
@@ -388,6 +406,7 @@ function parseExactOrFault(text: string): unknown {
       }
       if (frame.kind === Ctx.Array) {
         frame.array!.push(v);
+        integralFloat = false;
         skip();
         const d = text.charCodeAt(i);
         if (d === 0x2c) {
@@ -408,6 +427,8 @@ function parseExactOrFault(text: string): unknown {
       if (frame.seen!.has(key)) frame.duplicate ??= key;
       else frame.seen!.add(key);
       setOwn(frame.object!, key, v);
+      if (integralFloat) markFloatMember(frame.object!, key);
+      integralFloat = false;
       skip();
       const d = text.charCodeAt(i);
       if (d === 0x2c) {
@@ -562,7 +583,11 @@ function parseExactOrFault(text: string): unknown {
       }
     }
     const token = text.slice(start, i);
-    if (!integer) return Number(token);
+    if (!integer) {
+      const float = Number(token);
+      integralFloat = Number.isInteger(float);
+      return float;
+    }
     const digits = intEnd - intStart;
     if (digits > 4300) throw invalidJson("integer cannot be parsed safely");
     const value = Number(token);

@@ -6,7 +6,7 @@
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { isPlainObject } from "../endpoint/_json.ts";
+import { isFloatMember, isPlainObject } from "../endpoint/_json.ts";
 import { compareCodePoints, encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
 import { envelopeFromDecoded, ToolEnvelope, type ToolEnvelopeInit } from "./envelope.ts";
@@ -202,7 +202,8 @@ export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvel
   const attemptId = value.attempt_id;
   const endpointInstanceId = value.endpoint_instance_id;
   const operation = value.operation;
-  const sequence = value.sequence;
+  // A float token with an integral value is not an integer to the reference (see integerMember).
+  const sequence = isFloatMember(value, "sequence") ? NaN : value.sequence;
   let known = 4; // protocol, message_type, endpoint_id, payload (checked just below)
   if (requestId !== undefined) known++;
   if (invocationId !== undefined) known++;

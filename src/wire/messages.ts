@@ -15,6 +15,7 @@ import {
   copyJson,
   isAdoptingJson,
   isBlank,
+  isFloatMember,
   isMapping,
   isPlainObject,
   type JsonObject,
@@ -51,6 +52,15 @@ function invalidPayload(message: string, path: string): ToolProtocolError {
 /** Normalizes a raw value with the Wire's JSON rules (skipped for an envelope's own payload). */
 function normalized(value: unknown, path: string): unknown {
   return isAdoptingJson() ? value : copyJson(value, path, wireFaults);
+}
+
+/**
+ * The value of an integer field. A member decoded from a float token with an integral value
+ * (`2.0`) reads as `NaN`, which every integer check refuses with the message it gives any
+ * non-integer, as the reference refuses a float there.
+ */
+function integerMember(object: Record<string, unknown>, key: string): unknown {
+  return isFloatMember(object, key) ? NaN : object[key];
 }
 
 /** The value at `path` as an object, or `"must be an object"`. */
@@ -292,7 +302,7 @@ function readInvokeRequest(
   closedFields(context, "payload.context", CONTEXT_FIELDS, CONTEXT_OPTIONAL_FIELDS);
   const metadata = objectAt(context.metadata, "payload.context.metadata");
   const callerId = context.caller_id ?? undefined;
-  const deadlineMs = context.deadline_ms ?? undefined;
+  const deadlineMs = integerMember(context, "deadline_ms") ?? undefined;
   if (!build) {
     // The execution key's fields, endpoint_id and operation are envelope headers, checked
     // alike; the arguments and metadata are plain objects of a checked payload.
@@ -564,7 +574,7 @@ export function endpointStatusFromEnvelope(envelope: ToolEnvelope): EndpointStat
         {
           endpointId: envelope.endpointId,
           state: inner.state,
-          activeInvocations: inner.active_invocations,
+          activeInvocations: integerMember(inner, "active_invocations"),
           details,
         } as ConstructorParameters<typeof EndpointStatus>[0],
       ));
@@ -610,8 +620,8 @@ export function endpointRegistryResponseFromPayload(payload: unknown): EndpointR
         {
           operation: object.operation,
           status: object.status,
-          registryRevision: object.registry_revision,
-          leaseTtlMs: object.lease_ttl_ms,
+          registryRevision: integerMember(object, "registry_revision"),
+          leaseTtlMs: integerMember(object, "lease_ttl_ms"),
           error,
         } as ConstructorParameters<typeof EndpointRegistryResponse>[0],
       ));
@@ -700,7 +710,7 @@ export function endpointDescriptorFromPayload(payload: unknown): ToolEndpointDes
           cancellable: operation.cancellable,
           stoppable: operation.stoppable,
           statusSupported: operation.status_supported,
-          maxConcurrency: operation.max_concurrency,
+          maxConcurrency: integerMember(operation, "max_concurrency"),
         } as ConstructorParameters<typeof ToolOperationDescriptor>[0],
       ));
   });
