@@ -36,9 +36,13 @@ export function isBlank(value: string): boolean {
   return BLANK.test(value);
 }
 
-/** True when `value` is non-empty and every character is Python `str.isspace()` whitespace. */
-export function isPythonSpace(value: string): boolean {
-  return PY_SPACE.test(value);
+/**
+ * True when `value` cannot name an endpoint instance: empty, or only Python `str.isspace()`
+ * whitespace (the reference handler's rule, stricter than {@linkcode isBlank} by U+001C..U+001F).
+ * U+FEFF is not whitespace here, unlike in `String.prototype.trim()`.
+ */
+export function isBlankInstanceId(value: string): boolean {
+  return value === "" || PY_SPACE.test(value);
 }
 
 /** True when `value` holds an unpaired UTF-16 surrogate (not a Unicode scalar value string). */

@@ -11,7 +11,7 @@ import {
   type ToolControlCommand,
 } from "../endpoint/constants.ts";
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { deepEqual, hasLoneSurrogate, isPythonSpace } from "../endpoint/_json.ts";
+import { deepEqual, hasLoneSurrogate, isBlankInstanceId } from "../endpoint/_json.ts";
 import {
   isTerminalPhase,
   ToolAccepted,
@@ -306,7 +306,7 @@ export class ToolEndpointHandler {
       }
     }
     const instance: unknown = options.endpointInstanceId;
-    if (typeof instance !== "string" || instance === "" || isPythonSpace(instance)) {
+    if (typeof instance !== "string" || isBlankInstanceId(instance)) {
       throw new RangeError("endpoint_instance_id must be a non-empty string");
     }
     if (hasLoneSurrogate(instance)) {

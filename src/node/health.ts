@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isBlankInstanceId } from "../endpoint/_json.ts";
 import type { EndpointState } from "../endpoint/constants.ts";
 import { EndpointStatus } from "../endpoint/models.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
@@ -128,7 +129,7 @@ export class EndpointHealthReporter {
     }
     if (typeof options.send !== "function") throw new TypeError("send must be a function");
     const instance = options.endpointInstanceId ?? options.handler.endpointInstanceId;
-    if (typeof instance !== "string" || instance.trim() === "") {
+    if (typeof instance !== "string" || isBlankInstanceId(instance)) {
       throw new TypeError("endpointInstanceId must be a non-empty string");
     }
     this.#handler = options.handler;

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isBlank } from "../endpoint/_json.ts";
 import type { EndpointRegistryResponse } from "../endpoint/models.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
@@ -24,7 +25,7 @@ import { EndpointRegistration, type EndpointRegistrationOptions } from "./regist
  * ```
  */
 export function newEndpointInstanceId(prefix = "epinst"): string {
-  if (typeof prefix !== "string" || prefix.trim() === "") {
+  if (typeof prefix !== "string" || isBlank(prefix)) {
     throw new TypeError("prefix must be a non-empty string");
   }
   return `${prefix}-${crypto.randomUUID()}`;

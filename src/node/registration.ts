@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isBlankInstanceId } from "../endpoint/_json.ts";
 import {
   type EndpointRegistryResponse,
   ToolEndpointDescriptor,
@@ -177,7 +178,8 @@ export class EndpointRegistration {
       throw new TypeError("descriptor must be a ToolEndpointDescriptor");
     }
     if (
-      typeof options.endpointInstanceId !== "string" || options.endpointInstanceId.trim() === ""
+      typeof options.endpointInstanceId !== "string" ||
+      isBlankInstanceId(options.endpointInstanceId)
     ) {
       throw new TypeError("endpointInstanceId must be a non-empty string");
     }

@@ -48,6 +48,7 @@
  *
  * @module
  */
+import { isBlank } from "../endpoint/_json.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import {
   EndpointRegistryResponse,
@@ -249,10 +250,10 @@ export class EndpointRegistry {
     const routes = new Map<string, string>();
     const endpoints = new Set<string>();
     for (const [routeId, endpointId] of entries) {
-      if (typeof routeId !== "string" || routeId.trim() === "") {
+      if (typeof routeId !== "string" || isBlank(routeId)) {
         throw new TypeError("route IDs must be non-empty strings");
       }
-      if (typeof endpointId !== "string" || endpointId.trim() === "") {
+      if (typeof endpointId !== "string" || isBlank(endpointId)) {
         throw new TypeError(`route '${routeId}' must authorize a non-empty endpoint ID`);
       }
       if (endpoints.has(endpointId)) {

@@ -1,0 +1,65 @@
+// One blank-string rule for endpoint instance ids: the node's parts (registration, health)
+// refuse exactly the ids the handler refuses. U+0085 is Python whitespace (refused everywhere);
+// U+FEFF is not (accepted everywhere), although String.prototype.trim() strips it.
+import { assertEquals } from "@std/assert";
+import {
+  EndpointHealthReporter,
+  EndpointRegistration,
+  TOOL_ENDPOINT_PROTOCOL,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolOperationDescriptor,
+  ToolResult,
+} from "../mod.ts";
+
+const descriptor = new ToolEndpointDescriptor({
+  protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+  endpointId: "vision.yolo",
+  operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+});
+const operations = {
+  detect: { query: () => new ToolResult({ status: "succeeded", outputs: {} }) },
+};
+
+function accepts(make: () => unknown): boolean {
+  try {
+    make();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const handlerAccepts = (id: string) =>
+  accepts(() => new ToolEndpointHandler(descriptor, { endpointInstanceId: id, operations }));
+const registrationAccepts = (id: string) =>
+  accepts(() => new EndpointRegistration({ descriptor, endpointInstanceId: id, send: () => {} }));
+const healthAccepts = (id: string) =>
+  accepts(() =>
+    new EndpointHealthReporter({
+      handler: new ToolEndpointHandler(descriptor, {
+        endpointInstanceId: "instance-1",
+        operations,
+      }),
+      endpointInstanceId: id,
+      send: () => {},
+    })
+  );
+
+for (
+  const [label, id, accepted] of [
+    ["U+0085 (NEL) alone", "\u0085", false],
+    ["U+FEFF (BOM) alone", "\ufeff", true],
+    ["U+001C alone", "\u001c", false],
+    ["spaces and U+3000", " \u3000 ", false],
+    ["empty", "", false],
+    ["a plain id", "instance-1", true],
+  ] as const
+) {
+  Deno.test(`instance id rule agrees across handler, registration and health: ${label}`, () => {
+    assertEquals(
+      [handlerAccepts(id), registrationAccepts(id), healthAccepts(id)],
+      [accepted, accepted, accepted],
+    );
+  });
+}
