@@ -4,6 +4,7 @@
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope } from "@forge/tool";
  * import {
  *   decodeToolMessageIpc,
@@ -20,7 +21,7 @@
  *   }),
  * );
  * const bytes = encodeToolMessageIpc(batch);
- * console.log(toolMessageToEnvelope(decodeToolMessageIpc(bytes)).requestId); // unregister-1
+ * assertEquals(toolMessageToEnvelope(decodeToolMessageIpc(bytes)).requestId, "unregister-1");
  * ```
  *
  * @module

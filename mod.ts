@@ -7,6 +7,7 @@
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { decodeEnvelope, encodeEnvelope, ToolEnvelope } from "@forge/tool";
  * const bytes = encodeEnvelope(
  *   new ToolEnvelope({
@@ -16,7 +17,7 @@
  *     endpointInstanceId: "instance-1",
  *   }),
  * );
- * console.log(decodeEnvelope(bytes).requestId); // unregister-1
+ * assertEquals(decodeEnvelope(bytes).requestId, "unregister-1");
  * ```
  *
  * @module

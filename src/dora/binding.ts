@@ -156,6 +156,7 @@ interface OutputCodec<T> {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import {
  *   makeInvokeRequestEnvelope,
  *   ToolContext,
@@ -198,7 +199,7 @@ interface OutputCodec<T> {
  *   endpointInstanceId: "instance-1",
  * });
  * const [response] = await binding.dispatchInput(toolEnvelopeToMessage(request));
- * console.log(toolMessageToEnvelope(response).messageType); // tool.invoke.response
+ * assertEquals(toolMessageToEnvelope(response).messageType, "tool.invoke.response");
  * ```
  */
 export class DoraToolEndpointBinding {
@@ -456,6 +457,7 @@ export class DoraToolEndpointBinding {
    *
    * @example
    * ```ts
+   * import { assertEquals } from "@std/assert";
    * import {
    *   makeInvokeRequestEnvelope,
    *   ToolContext,
@@ -498,7 +500,7 @@ export class DoraToolEndpointBinding {
    * });
    * const binding = new DoraToolEndpointBinding(handler);
    * const [response] = await binding.dispatchIpc(encodeToolEnvelopeIpc(request));
-   * console.log(decodeToolEnvelopeIpc(response).messageType); // tool.invoke.response
+   * assertEquals(decodeToolEnvelopeIpc(response).messageType, "tool.invoke.response");
    * ```
    */
   async dispatchIpc(bytes: Uint8Array | ArrayBuffer): Promise<Uint8Array[]> {

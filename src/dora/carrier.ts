@@ -103,8 +103,20 @@ const utf8Field = (name: string, nullable: boolean) =>
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { TOOL_MESSAGE_SCHEMA } from "@forge/tool/dora";
- * console.log(TOOL_MESSAGE_SCHEMA.fields.map((field) => field.name).join(","));
+ * assertEquals(TOOL_MESSAGE_SCHEMA.fields.map((field) => field.name), [
+ *   "protocol",
+ *   "message_type",
+ *   "request_id",
+ *   "invocation_id",
+ *   "attempt_id",
+ *   "endpoint_id",
+ *   "endpoint_instance_id",
+ *   "operation",
+ *   "sequence",
+ *   "payload_json",
+ * ]);
  * ```
  */
 export const TOOL_MESSAGE_SCHEMA: RecordBatch["schema"] = Object.freeze(
@@ -228,6 +240,7 @@ function envelopeAndPayloadJson(envelope: ToolEnvelope): { text: string; payload
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope } from "@forge/tool";
  * import { toolEnvelopeToMessage, toolMessageToEnvelope } from "@forge/tool/dora";
  * const envelope = new ToolEnvelope({
@@ -237,7 +250,7 @@ function envelopeAndPayloadJson(envelope: ToolEnvelope): { text: string; payload
  *   endpointInstanceId: "instance-1",
  * });
  * const batch = toolEnvelopeToMessage(envelope);
- * console.log(batch.numRows, toolMessageToEnvelope(batch).requestId); // 1 unregister-1
+ * assertEquals([batch.numRows, toolMessageToEnvelope(batch).requestId], [1, "unregister-1"]);
  * ```
  */
 export function toolEnvelopeToMessage(
@@ -883,6 +896,7 @@ export function checkedCarrierEnvelope(decoded: DecodedCarrier, maximum: number)
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope } from "@forge/tool";
  * import { toolEnvelopeToMessage, toolMessageToEnvelope } from "@forge/tool/dora";
  * const batch = toolEnvelopeToMessage(
@@ -893,7 +907,7 @@ export function checkedCarrierEnvelope(decoded: DecodedCarrier, maximum: number)
  *     endpointInstanceId: "instance-1",
  *   }),
  * );
- * console.log(toolMessageToEnvelope(batch, { maxMessageBytes: 4096 }).endpointId); // vision.yolo
+ * assertEquals(toolMessageToEnvelope(batch, { maxMessageBytes: 4096 }).endpointId, "vision.yolo");
  * ```
  */
 export function toolMessageToEnvelope(
@@ -934,6 +948,7 @@ function dataBytes(data: Data | undefined, seen: Set<Data>): number {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope } from "@forge/tool";
  * import { toolEnvelopeToMessage, toolMessageCarrierSize } from "@forge/tool/dora";
  * const batch = toolEnvelopeToMessage(
@@ -944,7 +959,7 @@ function dataBytes(data: Data | undefined, seen: Set<Data>): number {
  *     endpointInstanceId: "instance-1",
  *   }),
  * );
- * console.log(toolMessageCarrierSize(batch) > 0); // true
+ * assertEquals(toolMessageCarrierSize(batch) > 0, true);
  * ```
  */
 export function toolMessageCarrierSize(value: ToolMessageArrowValue): number {

@@ -323,6 +323,7 @@ function writeText(out: Uint8Array, at: number, value: string): number {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope } from "@forge/tool";
  * import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "@forge/tool/dora";
  * const bytes = encodeToolEnvelopeIpc(
@@ -333,7 +334,7 @@ function writeText(out: Uint8Array, at: number, value: string): number {
  *     endpointInstanceId: "instance-1",
  *   }),
  * );
- * console.log(decodeToolEnvelopeIpc(bytes).requestId); // unregister-1
+ * assertEquals(decodeToolEnvelopeIpc(bytes).requestId, "unregister-1");
  * ```
  */
 export function encodeToolEnvelopeIpc(
@@ -575,6 +576,7 @@ export function readToolMessageRow(
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope, ToolProtocolError } from "@forge/tool";
  * import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "@forge/tool/dora";
  * const envelope = new ToolEnvelope({
@@ -584,11 +586,11 @@ export function readToolMessageRow(
  *   endpointInstanceId: "instance-1",
  * });
  * const bytes = encodeToolEnvelopeIpc(envelope);
- * console.log(decodeToolEnvelopeIpc(bytes, { maxBytes: 65536 }).endpointId); // vision.yolo
+ * assertEquals(decodeToolEnvelopeIpc(bytes, { maxBytes: 65536 }).endpointId, "vision.yolo");
  * try {
  *   decodeToolEnvelopeIpc(bytes.subarray(0, 100));
  * } catch (error) {
- *   console.log(error instanceof ToolProtocolError); // true
+ *   assertEquals(error instanceof ToolProtocolError, true);
  * }
  * ```
  */

@@ -463,6 +463,7 @@ function asIpcError(error: unknown): ToolProtocolError {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope } from "@forge/tool";
  * import {
  *   decodeToolMessageIpc,
@@ -481,7 +482,7 @@ function asIpcError(error: unknown): ToolProtocolError {
  *   ),
  * );
  * const envelope = toolMessageToEnvelope(decodeToolMessageIpc(bytes, { maxBytes: 65536 }));
- * console.log(envelope.requestId); // unregister-1
+ * assertEquals(envelope.requestId, "unregister-1");
  * ```
  */
 export function encodeToolMessageIpc(batch: RecordBatch): Uint8Array {
@@ -510,12 +511,13 @@ export function encodeToolMessageIpc(batch: RecordBatch): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolProtocolError } from "@forge/tool";
  * import { decodeToolMessageIpc } from "@forge/tool/dora";
  * try {
  *   decodeToolMessageIpc(new Uint8Array([1, 2, 3]), { maxBytes: 1024 });
  * } catch (error) {
- *   console.log(error instanceof ToolProtocolError); // true
+ *   assertEquals(error instanceof ToolProtocolError, true);
  * }
  * ```
  */

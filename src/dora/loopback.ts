@@ -55,13 +55,14 @@ interface QueuedEvent {
  *
  * @example
  * ```ts
- * import { LoopbackDataflow } from "./loopback.ts";
+ * import { assertEquals } from "@std/assert";
+ * import { LoopbackDataflow } from "@forge/tool/dora";
  * const flow = new LoopbackDataflow();
  * const delivered = flow.request(new TextEncoder().encode("ping"));
  * const event = await flow.transport.nextEvent(); // { type: "input", id: "tool_request", ... }
  * await delivered;
  * await flow.transport.sendOutput("tool_response", new TextEncoder().encode("pong"));
- * console.log((await flow.nextOutput())?.id); // "tool_response"
+ * assertEquals((await flow.nextOutput())?.id, "tool_response");
  * await flow.transport.close();
  * ```
  */

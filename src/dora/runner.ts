@@ -99,8 +99,8 @@ function describe(error: unknown): string {
  *
  * @example
  * ```ts
- * import { LoopbackDataflow } from "./loopback.ts";
- * import { ToolEndpointNode } from "./runner.ts";
+ * import { assertEquals } from "@std/assert";
+ * import { LoopbackDataflow, ToolEndpointNode } from "@forge/tool/dora";
  * const flow = new LoopbackDataflow();
  * const node = new ToolEndpointNode({
  *   transport: flow.transport,
@@ -108,9 +108,9 @@ function describe(error: unknown): string {
  * });
  * const done = node.run();
  * await flow.request(new Uint8Array([1, 2, 3]));
- * console.log((await flow.nextOutput())?.data); // Uint8Array(3) [ 3, 2, 1 ]
+ * assertEquals((await flow.nextOutput())?.data, new Uint8Array([3, 2, 1]));
  * await flow.stop();
- * console.log((await done).stopReason); // "stop"
+ * assertEquals((await done).stopReason, "stop");
  * ```
  */
 export class ToolEndpointNode {
@@ -415,13 +415,18 @@ function defaultLogger(transport: DoraTransport): ToolEndpointNodeLogger {
  * {@linkcode ToolEndpointNode}.
  *
  * @example
- * ```ts ignore
- * import { openDoraNode, runToolEndpointNode } from "@forge/tool/dora";
- * const stats = await runToolEndpointNode({
- *   transport: await openDoraNode(),
- *   handle: async (request, publish) => await publish(await answer(request)),
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { LoopbackDataflow, runToolEndpointNode } from "@forge/tool/dora";
+ * const flow = new LoopbackDataflow(); // under Dora: `transport: await openDoraNode()`
+ * const running = runToolEndpointNode({
+ *   transport: flow.transport,
+ *   handle: async (request, publish) => await publish(request.toReversed()),
  * });
- * console.log(stats.stopReason);
+ * await flow.request(new Uint8Array([1, 2]));
+ * assertEquals((await flow.nextOutput())?.data, new Uint8Array([2, 1]));
+ * await flow.stop();
+ * assertEquals((await running).stopReason, "stop");
  * ```
  */
 export function runToolEndpointNode(

@@ -66,10 +66,31 @@ export type ServeLifecycleSettings = Omit<
  * transport. Bad bytes or a request for another route get no response and do not stop the node.
  *
  * @example
- * ```ts ignore
- * import { openDoraNode, serveToolEndpoint } from "@forge/tool/dora";
- * const stats = await serveToolEndpoint(handler, { transport: await openDoraNode() });
- * console.log(stats.stopReason);
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   TOOL_ENDPOINT_PROTOCOL,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
+ * import { LoopbackDataflow, serveToolEndpoint } from "@forge/tool/dora";
+ * const handler = new ToolEndpointHandler(
+ *   new ToolEndpointDescriptor({
+ *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+ *     endpointId: "vision.yolo",
+ *     operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+ *   }),
+ *   {
+ *     endpointInstanceId: "instance-1",
+ *     operations: { detect: { query: () => new ToolResult({ status: "succeeded" }) } },
+ *   },
+ * );
+ * const flow = new LoopbackDataflow(); // under Dora: `transport: await openDoraNode()`
+ * const serving = serveToolEndpoint(handler, { transport: flow.transport });
+ * await flow.stop();
+ * assertEquals((await serving).stopReason, "stop");
  * ```
  */
 export function serveToolEndpoint(

@@ -46,12 +46,19 @@ export type DoraEventType = DoraEvent["type"];
  * At most one {@linkcode DoraTransport.nextEvent} call is pending at a time.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { type DoraTransport, LoopbackDataflow } from "@forge/tool/dora";
+ * const flow = new LoopbackDataflow();
+ * const transport: DoraTransport = flow.transport; // or `await openDoraNode()` under Dora
+ * const delivered = flow.request(new Uint8Array([7])).then(() => flow.stop());
  * for (let event = await transport.nextEvent(); event; event = await transport.nextEvent()) {
  *   if (event.type === "stop") break;
  *   if (event.type === "input") await transport.sendOutput("echo", event.data);
  * }
+ * await delivered;
  * await transport.close();
+ * assertEquals(flow.sent.map((output) => output.id), ["echo"]);
  * ```
  */
 export interface DoraTransport {
@@ -81,8 +88,9 @@ const U64_MAX = 0xffff_ffff_ffff_ffffn;
  *
  * @example
  * ```ts
- * import { ntp64ToEpochMs } from "./transport.ts";
- * ntp64ToEpochMs((1_700_000_000n << 32n) | 0x8000_0000n); // 1_700_000_000_500
+ * import { assertEquals } from "@std/assert";
+ * import { ntp64ToEpochMs } from "@forge/tool/dora";
+ * assertEquals(ntp64ToEpochMs((1_700_000_000n << 32n) | 0x8000_0000n), 1_700_000_000_500);
  * ```
  */
 export function ntp64ToEpochMs(timestamp: bigint): number {
@@ -100,8 +108,9 @@ export function ntp64ToEpochMs(timestamp: bigint): number {
  *
  * @example
  * ```ts
- * import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
- * ntp64ToEpochMs(epochMsToNtp64(1_700_000_000_123)); // 1_700_000_000_123
+ * import { assertEquals } from "@std/assert";
+ * import { epochMsToNtp64, ntp64ToEpochMs } from "@forge/tool/dora";
+ * assertEquals(ntp64ToEpochMs(epochMsToNtp64(1_700_000_000_123)), 1_700_000_000_123);
  * ```
  */
 export function epochMsToNtp64(epochMs: number): bigint {

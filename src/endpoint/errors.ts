@@ -113,12 +113,11 @@ export type ToolErrorCode = typeof ToolErrorCodes[keyof typeof ToolErrorCodes];
  *
  * @example
  * ```ts
+ * import { assertEquals, assertInstanceOf, assertThrows } from "@std/assert";
  * import { decodeEnvelope, ToolProtocolError } from "@forge/tool";
- * try {
- *   decodeEnvelope("[]");
- * } catch (error) {
- *   if (error instanceof ToolProtocolError) console.log(error.code); // FORGE_PROTOCOL_INVALID_MESSAGE
- * }
+ * const error = assertThrows(() => decodeEnvelope("[]"));
+ * assertInstanceOf(error, ToolProtocolError);
+ * assertEquals(error.code, "FORGE_PROTOCOL_INVALID_MESSAGE");
  * ```
  */
 export class ToolProtocolError extends Error {
@@ -148,11 +147,12 @@ export class ToolProtocolError extends Error {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEndpointError, ToolError } from "@forge/tool";
  * const error = new ToolEndpointError(
  *   new ToolError({ code: "FORGE_ENDPOINT_BUSY", message: "endpoint concurrency limit reached" }),
  * );
- * console.log(error.message); // FORGE_ENDPOINT_BUSY: endpoint concurrency limit reached
+ * assertEquals(error.message, "FORGE_ENDPOINT_BUSY: endpoint concurrency limit reached");
  * ```
  */
 export class ToolEndpointError extends Error {

@@ -11,13 +11,14 @@
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolError, ToolResult } from "@forge/tool";
  * const ok = new ToolResult({ status: "succeeded", outputs: { objects: [] } });
  * const failed = new ToolResult({
  *   status: "failed",
  *   error: new ToolError({ code: "EXECUTOR_FAILED", message: "camera offline" }),
  * });
- * console.log(ok.status, failed.error?.code); // succeeded EXECUTOR_FAILED
+ * assertEquals([ok.status, failed.error?.code], ["succeeded", "EXECUTOR_FAILED"]);
  * ```
  *
  * @module
@@ -180,6 +181,7 @@ export interface ToolOperationDescriptorInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolOperationDescriptor } from "@forge/tool";
  * const move = new ToolOperationDescriptor({
  *   name: "move",
@@ -187,7 +189,7 @@ export interface ToolOperationDescriptorInit {
  *   cancellable: true,
  *   statusSupported: true,
  * });
- * console.log(move.maxConcurrency); // 1
+ * assertEquals(move.maxConcurrency, 1);
  * ```
  */
 export class ToolOperationDescriptor {
@@ -262,13 +264,14 @@ export interface ToolEndpointDescriptorInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEndpointDescriptor, ToolOperationDescriptor } from "@forge/tool";
  * const descriptor = new ToolEndpointDescriptor({
  *   protocolVersion: "forge.tool.endpoint/v1alpha1",
  *   endpointId: "vision.yolo",
  *   operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
  * });
- * console.log(descriptor.operation("detect")?.semantics); // query
+ * assertEquals(descriptor.operation("detect")?.semantics, "query");
  * ```
  */
 export class ToolEndpointDescriptor {
@@ -339,10 +342,11 @@ export interface ToolExecutionKeyInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolExecutionKey } from "@forge/tool";
  * const a = new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" });
  * const b = new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" });
- * console.log(a.equals(b), a.id === b.id); // true true
+ * assertEquals([a.equals(b), a.id === b.id], [true, true]);
  * ```
  */
 export class ToolExecutionKey {
@@ -408,6 +412,7 @@ export interface ToolContextInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolContext, ToolExecutionKey } from "@forge/tool";
  * const context = new ToolContext({
  *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
@@ -417,7 +422,7 @@ export interface ToolContextInit {
  *   operation: "detect",
  *   deadlineMs: Date.now() + 5_000,
  * });
- * console.log(context.invocationId); // invocation-1
+ * assertEquals(context.invocationId, "invocation-1");
  * ```
  */
 export class ToolContext {
@@ -493,9 +498,10 @@ export interface ToolRequestInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolRequest } from "@forge/tool";
  * const request = new ToolRequest({ arguments: { class: "cube" } });
- * console.log(request.arguments.class); // cube
+ * assertEquals(request.arguments.class, "cube");
  * ```
  */
 export class ToolRequest {
@@ -527,13 +533,14 @@ export interface ToolErrorInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolError } from "@forge/tool";
  * const busy = new ToolError({
  *   code: "FORGE_ENDPOINT_BUSY",
  *   message: "endpoint concurrency limit reached",
  *   retryable: true,
  * });
- * console.log(busy.details); // {}
+ * assertEquals(busy.details, {});
  * ```
  */
 export class ToolError {
@@ -590,9 +597,10 @@ export type ToolResultInit =
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolResult } from "@forge/tool";
  * const result = new ToolResult({ status: "succeeded", outputs: { objects: [] } });
- * console.log(result.error); // undefined
+ * assertEquals(result.error, undefined);
  * ```
  */
 export class ToolResult {
@@ -652,13 +660,14 @@ export type ToolResultResponseInit =
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolResult, ToolResultResponse } from "@forge/tool";
  * const pending = new ToolResultResponse({ status: "pending" });
  * const done = new ToolResultResponse({
  *   status: "available",
  *   result: new ToolResult({ status: "succeeded" }),
  * });
- * console.log(pending.result, done.result?.status); // undefined succeeded
+ * assertEquals([pending.result, done.result?.status], [undefined, "succeeded"]);
  * ```
  */
 export class ToolResultResponse {
@@ -705,8 +714,9 @@ export interface ToolAcceptedInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolAccepted } from "@forge/tool";
- * console.log(new ToolAccepted({ details: { queue: "default" } }).details.queue); // default
+ * assertEquals(new ToolAccepted({ details: { queue: "default" } }).details.queue, "default");
  * ```
  */
 export class ToolAccepted {
@@ -754,9 +764,10 @@ export type ToolControlResponseInit =
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolControlResponse } from "@forge/tool";
  * const ack = new ToolControlResponse({ command: "cancel", status: "accepted" });
- * console.log(ack.error); // undefined
+ * assertEquals(ack.error, undefined);
  * ```
  */
 export class ToolControlResponse {
@@ -816,9 +827,10 @@ export interface ToolEventInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEvent } from "@forge/tool";
  * const progress = new ToolEvent({ type: "progress", data: { fraction: 0.5 } });
- * console.log(progress.data.fraction); // 0.5
+ * assertEquals(progress.data.fraction, 0.5);
  * ```
  */
 export class ToolEvent {
@@ -855,9 +867,10 @@ export interface EndpointStatusInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { EndpointStatus } from "@forge/tool";
  * const status = new EndpointStatus({ endpointId: "robot.arm", state: "ready" });
- * console.log(status.activeInvocations); // 0
+ * assertEquals(status.activeInvocations, 0);
  * ```
  */
 export class EndpointStatus {
@@ -936,9 +949,10 @@ export type ToolExecutionStatusInit =
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolExecutionStatus } from "@forge/tool";
  * const running = new ToolExecutionStatus({ phase: "running" });
- * console.log(running.terminal); // false
+ * assertEquals(running.terminal, false);
  * ```
  */
 export class ToolExecutionStatus {
@@ -985,10 +999,19 @@ export class ToolExecutionStatus {
  *
  * @example
  * ```ts
+ * import { assertThrows } from "@std/assert";
  * import { ToolExecutionStatus, ToolResult, validateExecutionResult } from "@forge/tool";
  * validateExecutionResult(
  *   new ToolExecutionStatus({ phase: "completed" }),
  *   new ToolResult({ status: "succeeded" }),
+ * );
+ * assertThrows(
+ *   () =>
+ *     validateExecutionResult(
+ *       new ToolExecutionStatus({ phase: "cancelled" }),
+ *       new ToolResult({ status: "succeeded" }),
+ *     ),
+ *   RangeError,
  * );
  * ```
  */
@@ -1033,6 +1056,7 @@ export interface EndpointRegistryResponseInit {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { EndpointRegistryResponse } from "@forge/tool";
  * const lease = new EndpointRegistryResponse({
  *   operation: "register",
@@ -1040,7 +1064,7 @@ export interface EndpointRegistryResponseInit {
  *   registryRevision: 7,
  *   leaseTtlMs: 30_000,
  * });
- * console.log(lease.leaseTtlMs); // 30000
+ * assertEquals(lease.leaseTtlMs, 30000);
  * ```
  */
 export class EndpointRegistryResponse {

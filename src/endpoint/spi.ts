@@ -49,12 +49,14 @@ export interface ToolEventEmitter {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { type QueryToolEndpoint, ToolResult } from "@forge/tool";
  * const detector: QueryToolEndpoint = {
  *   query(request) {
  *     return new ToolResult({ status: "succeeded", outputs: { echo: request.arguments } });
  *   },
  * };
+ * assertEquals(typeof detector.query, "function");
  * ```
  */
 export interface QueryToolEndpoint {

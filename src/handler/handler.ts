@@ -184,6 +184,7 @@ function rejection(code: string, message: string, retryable: boolean): ToolError
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import {
  *   makeInvokeRequestEnvelope,
  *   TOOL_ENDPOINT_PROTOCOL,
@@ -220,7 +221,7 @@ function rejection(code: string, message: string, retryable: boolean): ToolError
  *   endpointInstanceId: "instance-1",
  * });
  * const [response] = await handler.dispatch(request);
- * console.log(response.payload.outcome); // completed
+ * assertEquals(response.payload.outcome, "completed");
  * ```
  */
 export class ToolEndpointHandler {

@@ -24,9 +24,10 @@ export interface NodeClock extends MonotonicClock {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { SYSTEM_CLOCK } from "@forge/tool";
  * const start = SYSTEM_CLOCK.now();
- * console.log(SYSTEM_CLOCK.now() >= start); // true
+ * assertEquals(SYSTEM_CLOCK.now() >= start, true);
  * ```
  */
 export const SYSTEM_CLOCK: NodeClock = Object.freeze({

@@ -75,6 +75,7 @@ export function endpointStateOf(
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import {
  *   EndpointHealthReporter,
  *   TOOL_ENDPOINT_PROTOCOL,
@@ -94,12 +95,14 @@ export function endpointStateOf(
  *     operations: { detect: { query: () => new ToolResult({ status: "succeeded" }) } },
  *   },
  * );
+ * const sent: unknown[] = [];
  * const reporter = new EndpointHealthReporter({
  *   handler,
- *   send: (envelope) => console.log(envelope.payload), // { status: { state: "ready", ... } }
+ *   send: (envelope) => void sent.push(envelope.payload),
  * });
  * reporter.start();
  * reporter.stop();
+ * assertEquals(sent, [{ status: { state: "ready", active_invocations: 0, details: {} } }]);
  * ```
  */
 export class EndpointHealthReporter {

@@ -20,8 +20,9 @@ import { EndpointRegistration, type EndpointRegistrationOptions } from "./regist
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { newEndpointInstanceId } from "@forge/tool";
- * console.log(newEndpointInstanceId().startsWith("epinst-")); // true
+ * assertEquals(newEndpointInstanceId().startsWith("epinst-"), true);
  * ```
  */
 export function newEndpointInstanceId(prefix = "epinst"): string {
@@ -79,6 +80,7 @@ export interface EndpointNodeLifecycleOptions {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import {
  *   EndpointNodeLifecycle,
  *   EndpointRegistry,
@@ -109,9 +111,9 @@ export interface EndpointNodeLifecycleOptions {
  *   },
  * });
  * node.start();
- * console.log(node.registration.state); // registered
+ * assertEquals(node.registration.state, "registered");
  * await node.shutdown();
- * console.log(registry.records().length); // 0
+ * assertEquals(registry.records().length, 0);
  * ```
  */
 export class EndpointNodeLifecycle {

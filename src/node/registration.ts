@@ -117,6 +117,7 @@ interface Pending {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import {
  *   EndpointRegistration,
  *   EndpointRegistry,
@@ -136,9 +137,9 @@ interface Pending {
  *   send: (envelope) => void registration.receive(registry.handle(envelope, "yolo")),
  * });
  * registration.start();
- * console.log(registration.state, registration.registryRevision); // registered 1
+ * assertEquals([registration.state, registration.registryRevision], ["registered", 1]);
  * await registration.stop();
- * console.log(registry.lookup("vision.yolo")); // undefined
+ * assertEquals(registry.lookup("vision.yolo"), undefined);
  * ```
  */
 export class EndpointRegistration {

@@ -205,6 +205,7 @@ export function descriptorsEqual(
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import {
  *   EndpointRegistry,
  *   makeRegistrationEnvelope,
@@ -223,8 +224,13 @@ export function descriptorsEqual(
  *   requestId: "register-1",
  * });
  * const response = registry.handle(request, "yolo/management");
- * console.log(response.payload); // { operation: "register", status: "accepted", registry_revision: 1, lease_ttl_ms: 30000 }
- * console.log(registry.lookup("vision.yolo")?.endpointInstanceId); // instance-1
+ * assertEquals(response.payload, {
+ *   lease_ttl_ms: 30000,
+ *   operation: "register",
+ *   registry_revision: 1,
+ *   status: "accepted",
+ * });
+ * assertEquals(registry.lookup("vision.yolo")?.endpointInstanceId, "instance-1");
  * ```
  */
 export class EndpointRegistry {

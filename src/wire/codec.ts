@@ -112,6 +112,7 @@ export function envelopeJson(envelope: ToolEnvelope): string {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { encodeEnvelope, ToolEnvelope } from "@forge/tool";
  * const bytes = encodeEnvelope(
  *   new ToolEnvelope({
@@ -121,7 +122,12 @@ export function envelopeJson(envelope: ToolEnvelope): string {
  *     endpointInstanceId: "instance-1",
  *   }),
  * );
- * console.log(new TextDecoder().decode(bytes));
+ * assertEquals(
+ *   new TextDecoder().decode(bytes),
+ *   '{"endpoint_id":"vision.yolo","endpoint_instance_id":"instance-1",' +
+ *     '"message_type":"endpoint.unregister","payload":{},' +
+ *     '"protocol":"forge.tool.endpoint/v1alpha1","request_id":"unregister-1"}',
+ * );
  * ```
  */
 export function encodeEnvelope(envelope: ToolEnvelope, options: CodecOptions = {}): Uint8Array {
@@ -153,13 +159,14 @@ export function encodedEnvelopeSize(envelope: ToolEnvelope): number {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { decodeEnvelope } from "@forge/tool";
  * const envelope = decodeEnvelope(
  *   '{"endpoint_id":"vision.yolo","endpoint_instance_id":"instance-1",' +
  *     '"message_type":"endpoint.unregister","payload":{},' +
  *     '"protocol":"forge.tool.endpoint/v1alpha1","request_id":"unregister-1"}',
  * );
- * console.log(envelope.messageType); // endpoint.unregister
+ * assertEquals(envelope.messageType, "endpoint.unregister");
  * ```
  */
 export function decodeEnvelope(

@@ -109,6 +109,7 @@ export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { ToolEnvelope } from "@forge/tool";
  * const envelope = new ToolEnvelope({
  *   messageType: "endpoint.unregister",
@@ -116,7 +117,7 @@ export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload
  *   endpointId: "vision.yolo",
  *   endpointInstanceId: "instance-1",
  * });
- * console.log(envelope.payload); // {}
+ * assertEquals(envelope.payload, {});
  * ```
  */
 export class ToolEnvelope {

@@ -82,6 +82,7 @@ export interface ExecutionRequestOptions {
  *
  * @example
  * ```ts
+ * import { assertEquals } from "@std/assert";
  * import {
  *   makeInvokeRequestEnvelope,
  *   ToolContext,
@@ -99,7 +100,7 @@ export interface ExecutionRequestOptions {
  *   requestId: "request-1",
  *   endpointInstanceId: "instance-1",
  * });
- * console.log(request.messageType); // tool.invoke.request
+ * assertEquals(request.messageType, "tool.invoke.request");
  * ```
  */
 export function makeInvokeRequestEnvelope(
