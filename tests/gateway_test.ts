@@ -907,3 +907,41 @@ Deno.test("gateway as a Dora node: one input/output pair per provider route and 
   assertEquals(stats.gateway.answered, 1);
   assert(flow.isClosed);
 });
+
+Deno.test("gateway survives a caller whose deliver callback throws, and logs it", async () => {
+  const h = new Harness();
+  h.register("detector", "instance-1");
+  const rude = h.gateway.connect();
+  rude.connect(() => {
+    throw new Error("caller bug");
+  });
+  await rude.send(
+    makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: {} }),
+      context("detect"),
+      unresolved("r-1"),
+    ),
+  );
+  h.provide(
+    "detector",
+    makeInvokeResponseEnvelope(new ToolResult({ status: "succeeded" }), h.forwarded("detector")),
+  );
+  assert(
+    h.logs.some((line) => line.startsWith("error: a caller's deliver callback threw")),
+    h.logs.join("\n"),
+  );
+  // The gateway still routes for everyone else.
+  await h.caller.send(
+    makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: {} }),
+      context("detect", "i-2"),
+      unresolved("r-2"),
+    ),
+  );
+  h.provide(
+    "detector",
+    makeInvokeResponseEnvelope(new ToolResult({ status: "succeeded" }), h.forwarded("detector")),
+  );
+  assertEquals(h.answers.map((message) => message.requestId), ["r-2"]);
+  await h.close();
+});

@@ -19,6 +19,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
+import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
 import {
   EndpointRegistry,
@@ -40,6 +41,7 @@ import {
   validateMessageEnvelope,
 } from "../wire/messages.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
+import { DEFAULT_MAX_IPC_BYTES } from "./ipc.ts";
 import type { LoopbackDataflow } from "./loopback.ts";
 import type { ToolEndpointNodeLogger } from "./runner.ts";
 import type { DoraTransport } from "./transport.ts";
@@ -158,6 +160,9 @@ export interface ToolGatewayNodeStats {
   /** The gateway's counters when the node stopped. */
   readonly gateway: ToolGatewayStats;
 }
+
+/** The Arrow framing allowed around one logical message in an IPC stream. */
+const IPC_OVERHEAD_BYTES = DEFAULT_MAX_IPC_BYTES - DEFAULT_MAX_MESSAGE_BYTES;
 
 const EXECUTION_REQUESTS = new Set<string>([
   "tool.invoke.request",
@@ -439,13 +444,25 @@ export class ToolGateway {
     try {
       envelope = decodeToolEnvelopeIpc(bytes, {
         maxMessageBytes: this.#maxMessageBytes,
-        maxBytes: this.#maxMessageBytes === undefined ? undefined : this.#maxMessageBytes + 65536,
+        maxBytes: this.#maxMessageBytes === undefined
+          ? undefined
+          : this.#maxMessageBytes + IPC_OVERHEAD_BYTES,
       });
       validateMessageEnvelope(envelope);
     } catch (error) {
       this.#drop(`undecodable message on route '${routeId}': ${error}`);
       return;
     }
+    try {
+      this.#dispatch(routeId, endpointId, envelope);
+    } catch (error) {
+      // Every path above is checked; this only keeps a defect from escaping into the transport.
+      this.#stats.dropped += 1;
+      this.#log("error", `handling ${describe(envelope)} from route '${routeId}' failed: ${error}`);
+    }
+  }
+
+  #dispatch(routeId: string, endpointId: string, envelope: ToolEnvelope): void {
     switch (envelope.messageType) {
       case "endpoint.register":
       case "endpoint.unregister":
