@@ -945,3 +945,79 @@ Deno.test("gateway survives a caller whose deliver callback throws, and logs it"
   assertEquals(h.answers.map((message) => message.requestId), ["r-2"]);
   await h.close();
 });
+
+Deno.test("gateway on the loopback: a provider restart in the middle of a Session makes it unknown", async () => {
+  const gateway = new ToolGateway({ routes: { demo: "robot.demo" }, logger: () => {} });
+  const caller = gateway.connect();
+  const answers: ToolEnvelope[] = [];
+  caller.connect((message) => answers.push(message));
+  const start = (instance: string) => {
+    const flow = new LoopbackDataflow();
+    const node = serveToolEndpoint(createDemoHandler(instance), {
+      transport: flow.transport,
+      lifecycle: { unregisterTimeoutMs: 50 },
+      graceMs: 50,
+    });
+    return { flow, node, serving: gateway.serveLoopbackRoute("demo", flow) };
+  };
+  const first = start("process-1");
+  await until(() => gateway.registry.lookup("robot.demo") !== undefined, "the first registration");
+  const policy = context("policy", "policy-1", "robot.demo");
+  await caller.send(
+    makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), policy, unresolved("start-1")),
+  );
+  await until(() => answers.some((message) => message.requestId === "start-1"), "the acceptance");
+  assertEquals(
+    answers.find((message) => message.requestId === "start-1")!.payload.outcome,
+    "accepted",
+  );
+
+  // The provider process dies without unregistering: its dataflow closes under it.
+  await first.flow.transport.close();
+  await first.node;
+  await first.serving;
+  assertEquals(gateway.registry.lookup("robot.demo")?.endpointInstanceId, "process-1");
+
+  // A new process start registers on the same route and replaces it.
+  const second = start("process-2");
+  await until(
+    () => gateway.registry.lookup("robot.demo")?.endpointInstanceId === "process-2",
+    "the replacement",
+  );
+  await caller.send(makeStatusRequestEnvelope(policy, unresolved("status-1")));
+  const status = answers.find((message) => message.requestId === "status-1")!;
+  assertEquals(status.payload, {
+    status: {
+      phase: "unknown",
+      details: {},
+      error: {
+        code: "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+        message: "endpoint instance 'process-1' of 'robot.demo' was replaced by 'process-2'; " +
+          "the outcome of the execution cannot be recovered",
+        retryable: false,
+        details: {
+          endpoint_instance_id: "process-1",
+          current_endpoint_instance_id: "process-2",
+        },
+      },
+    },
+  });
+  // New work goes to the new process.
+  await caller.send(
+    makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: {} }),
+      context("detect", "detect-1", "robot.demo"),
+      unresolved("detect-1"),
+    ),
+  );
+  await until(() => answers.some((message) => message.requestId === "detect-1"), "the Query");
+  assertEquals(
+    answers.find((message) => message.requestId === "detect-1")!.payload.outcome,
+    "completed",
+  );
+
+  await second.flow.stop();
+  await second.node;
+  await second.serving;
+  await gateway.close();
+});
