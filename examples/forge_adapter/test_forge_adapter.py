@@ -34,6 +34,12 @@ from forge_adapter import (
 )
 
 VECTORS = os.environ.get("FORGE_ADAPTER_VECTORS")
+HERE = Path(__file__).resolve().parent
+
+try:
+    import yaml
+except ImportError:  # PyYAML is optional: only the dataflow checks need it
+    yaml = None
 
 
 def carrier_row(**overrides: object) -> dict:
@@ -145,6 +151,46 @@ class RoundTripTest(unittest.TestCase):
     def test_the_conversions_import_without_dora(self) -> None:
         self.assertNotIn("dora", sys.modules)
         self.assertTrue(callable(forge_adapter.main))
+
+
+@unittest.skipIf(yaml is None, "PyYAML is not installed")
+class DataflowTest(unittest.TestCase):
+    """The dataflow YAMLs wire what the nodes actually read and write."""
+
+    def load(self, path: Path) -> dict[str, dict]:
+        nodes = {node["id"]: node for node in yaml.safe_load(path.read_text(encoding="utf-8"))["nodes"]}
+        for node in nodes.values():
+            for input_id, source in (node.get("inputs") or {}).items():
+                with self.subTest(node=node["id"], input=input_id):
+                    if source.startswith("dora/timer/"):
+                        continue
+                    producer, output = source.split("/", 1)
+                    self.assertIn(producer, nodes)
+                    self.assertIn(output, nodes[producer].get("outputs", []))
+        return nodes
+
+    def test_the_adapter_sits_between_the_forge_gateway_and_the_endpoint(self) -> None:
+        nodes = self.load(HERE / "dataflow.yml")
+        adapter = nodes["forge_adapter"]
+        self.assertEqual(adapter["path"], "examples/forge_adapter/forge_adapter.py")
+        self.assertEqual(
+            adapter["inputs"],
+            {forge_adapter.FROM_FORGE: "forge_gateway/tool_request",
+             forge_adapter.FROM_ENDPOINT: "detector/tool_response"},
+        )
+        self.assertEqual(sorted(adapter["outputs"]), sorted([forge_adapter.TO_ENDPOINT, forge_adapter.TO_FORGE]))
+        self.assertEqual(nodes["detector"]["inputs"]["tool_request"], f"forge_adapter/{forge_adapter.TO_ENDPOINT}")
+        self.assertEqual(nodes["forge_gateway"]["inputs"]["tool_response"], f"forge_adapter/{forge_adapter.TO_FORGE}")
+
+    def test_the_gateway_dataflow_is_wired_both_ways(self) -> None:
+        nodes = self.load(HERE.parent / "gateway_dataflow.yml")
+        # runToolGatewayNode's defaults for route "detector", and the caller pair of gateway_node.ts.
+        self.assertEqual(nodes["gateway"]["inputs"]["detector_response"], "detector/tool_response")
+        self.assertEqual(nodes["detector"]["inputs"]["tool_request"], "gateway/detector_request")
+        self.assertEqual(nodes["planner"]["inputs"]["tool_response"], "gateway/planner_response")
+        node_script = (HERE.parent / "gateway_node.ts").read_text(encoding="utf-8")
+        self.assertIn('callers: { planner_request: "planner_response" }', node_script)
+        self.assertIn("routes: { detector: ", node_script)
 
 
 class RejectionTest(unittest.TestCase):
