@@ -334,7 +334,11 @@ def main() -> None:
                 "dropped a ToolMessage on input %s: %s", input_id, correlation(event["value"])
             )
             continue
-        node.send_output(output_id, value, event.get("metadata"))
+        try:
+            metadata = event["metadata"]  # tracing context, passed on unchanged
+        except (KeyError, TypeError):
+            metadata = None
+        node.send_output(output_id, value, metadata)
 
 
 if __name__ == "__main__":

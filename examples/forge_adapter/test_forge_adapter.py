@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import types
 import unittest
 from pathlib import Path
 
@@ -150,7 +151,54 @@ class RoundTripTest(unittest.TestCase):
 
     def test_the_conversions_import_without_dora(self) -> None:
         self.assertNotIn("dora", sys.modules)
+        self.assertNotIn("dora", forge_adapter.__dict__)
         self.assertTrue(callable(forge_adapter.main))
+
+
+class NodeLoopTest(unittest.TestCase):
+    """main() against a stand-in for the dora module (the real one is not needed to test it)."""
+
+    def run_node(self, events: list[dict]) -> list[tuple]:
+        sent: list[tuple] = []
+
+        class Node:
+            def __iter__(self):
+                return iter(events)
+
+            def send_output(self, output_id, data, metadata=None):
+                sent.append((output_id, data, metadata))
+
+        sys.modules["dora"] = types.SimpleNamespace(Node=Node)  # type: ignore[assignment]
+        try:
+            with self.assertLogs("forge_adapter", level="ERROR") as logs:
+                forge_adapter.logger.error("start")  # assertLogs needs one record at least
+                forge_adapter.main()
+        finally:
+            del sys.modules["dora"]
+        self.logs = logs.output
+        return sent
+
+    def test_converts_both_ways_drops_bad_messages_and_stops(self) -> None:
+        struct_array = carrier_struct()
+        data = struct_to_ipc(struct_array)
+        sent = self.run_node([
+            {"type": "INPUT", "id": "tool_request", "value": struct_array, "metadata": {"trace": "t1"}},
+            {"type": "INPUT", "id": "tool_request", "value": carrier_struct([carrier_row()] * 2)},
+            {"type": "INPUT", "id": "endpoint_response", "value": pa.array([1, 2, 3], type=pa.uint8())},
+            {"type": "INPUT", "id": "tick", "value": pa.array([], type=pa.uint8())},
+            {"type": "INPUT", "id": "endpoint_response", "value": ipc_bytes_array(data)},
+            {"type": "STOP"},
+            {"type": "INPUT", "id": "tool_request", "value": struct_array},
+        ])
+        self.assertEqual([output for output, _, _ in sent], ["endpoint_request", "tool_response"])
+        self.assertEqual(sent[0][1].type, pa.uint8())
+        self.assertEqual(sent[0][2], {"trace": "t1"})
+        self.assertEqual(sent[1][1].to_pylist(), [carrier_row()])
+        self.assertIsNone(sent[1][2])
+        dropped = [line for line in self.logs if "dropped a ToolMessage" in line]
+        self.assertEqual(len(dropped), 2)
+        self.assertIn("on input tool_request: message_type=tool.invoke.request request_id=request-1", dropped[0])
+        self.assertIn("on input endpoint_response: 3 bytes", dropped[1])
 
 
 @unittest.skipIf(yaml is None, "PyYAML is not installed")
