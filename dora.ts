@@ -92,3 +92,15 @@ export {
   serveToolEndpoint,
   type ServeToolEndpointOptions,
 } from "./src/dora/serve.ts";
+
+// --- Dora: the ToolGateway (Registry host and router by endpoint id) -------------------------
+export {
+  runToolGatewayNode,
+  type ToolClientTransport,
+  ToolGateway,
+  type ToolGatewayNodeOptions,
+  type ToolGatewayNodeStats,
+  type ToolGatewayOptions,
+  type ToolGatewayRouteSender,
+  type ToolGatewayStats,
+} from "./src/dora/gateway.ts";

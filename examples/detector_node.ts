@@ -7,7 +7,9 @@
  * ```
  *
  * It serves `tool_request` inputs (ToolMessage Arrow IPC streams) and publishes responses and
- * events on `tool_response` until the dataflow stops it.
+ * events on `tool_response` until the dataflow stops it. It also registers with the gateway's
+ * Registry on `tool_response` (renewing its lease, reporting health, unregistering on shutdown)
+ * and reads the Registry's answers from `tool_request`: see `gateway_dataflow.yml`.
  *
  * @module
  */
@@ -19,6 +21,7 @@ const handler = createDemoHandler(`detector-${crypto.randomUUID()}`);
 const transport = await openDoraNode();
 const stats = await serveToolEndpoint(handler, {
   transport,
+  lifecycle: true,
   logger: (level, message) => transport.log?.(level, message),
 });
 console.error(`detector node stopped (${stats.stopReason}) after ${stats.requests} requests`);

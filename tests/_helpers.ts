@@ -177,3 +177,13 @@ export function eventText(dataJson: string): string {
 export function unregisterText(payloadJson = "{}"): string {
   return wireText(UNREGISTER_HEADERS, payloadJson);
 }
+
+/** True when `python3` runs here and imports pyarrow (tests that need it are skipped otherwise). */
+export function hasPyarrow(): boolean {
+  try {
+    return new Deno.Command("python3", { args: ["-c", "import pyarrow"], stderr: "null" })
+      .outputSync().success;
+  } catch {
+    return false;
+  }
+}

@@ -77,7 +77,7 @@ import {
 import { readToolMessageRow } from "../src/dora/fast_ipc.ts";
 import { checkToolMessageStream } from "../src/dora/ipc.ts";
 import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
-import { CODES, MAX } from "./_helpers.ts";
+import { CODES, hasPyarrow, MAX } from "./_helpers.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;
@@ -883,15 +883,6 @@ Deno.test("pyarrow fixtures decode the same way on both paths", async () => {
     "two_batches.arrows:rejected",
   ]);
 });
-
-function hasPyarrow(): boolean {
-  try {
-    return new Deno.Command("python3", { args: ["-c", "import pyarrow"], stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-}
 
 const PYARROW = hasPyarrow();
 
