@@ -925,11 +925,14 @@ export class ToolGateway {
  * end of the event stream, after closing the gateway and the transport.
  *
  * @example
- * ```ts ignore
- * import { openDoraNode, runToolGatewayNode, ToolGateway } from "@forge/tool/dora";
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { LoopbackDataflow, runToolGatewayNode, ToolGateway } from "@forge/tool/dora";
  * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
- * const stats = await runToolGatewayNode(gateway, { transport: await openDoraNode() });
- * console.log(stats.stopReason);
+ * const flow = new LoopbackDataflow(); // under Dora: `transport: await openDoraNode()`
+ * const running = runToolGatewayNode(gateway, { transport: flow.transport });
+ * await flow.stop();
+ * assertEquals((await running).stopReason, "stop");
  * ```
  */
 export async function runToolGatewayNode(
