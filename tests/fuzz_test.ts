@@ -4,7 +4,7 @@
 // any budget (see tools/fuzz.ts).
 //
 // The heap check needs `gc` (`--v8-flags=--expose-gc`); `deno task test` does not expose it, so
-// here it is skipped and said so. Each input is still held to its time bound.
+// here it is skipped and said so. Input times are reported, not held to a bound (see CI_BUDGET).
 import { exposedGc, loadRegressions } from "./fuzz/_common.ts";
 import { buildDouble } from "./fuzz/ffi.ts";
 import {
@@ -20,7 +20,14 @@ import {
  * batches 1/10, chaos schedules 1/4, FFI scripts 3 %), and a cap per target so a slow machine
  * cannot stretch CI (inputs not reached by then are skipped, not failed).
  */
-const CI_BUDGET = { runs: 600, seed: 0x5eed2026, timeLimitMs: 8_000 } as const;
+const CI_BUDGET = {
+  runs: 600,
+  seed: 0x5eed2026,
+  timeLimitMs: 8_000,
+  // No wall-clock threshold in the test suite: the slowest input is printed, and the long runs
+  // of `deno task fuzz` hold each input to its time bound.
+  timeBounds: "report",
+} as const;
 
 if (exposedGc() === undefined) {
   console.log(
