@@ -150,8 +150,26 @@ export interface EndpointRegistryOptions {
   readonly leaseTtlMs?: number;
   /** The trusted monotonic receive clock (default `performance.now`). */
   readonly clock?: MonotonicClock;
-  /** Called after every state change, with the revision after it. */
+  /**
+   * Called after every state change, with the revision after it. The change is applied (and the
+   * request answered) whatever the listener does: a throw is passed to `onListenerError`.
+   */
   readonly onChange?: (change: EndpointRegistryChange) => void;
+  /**
+   * Told when `onChange` throws, with the error and the change it was given; the Registry's
+   * state and answer are unaffected. A throw here is ignored.
+   *
+   * @default {console.error}
+   */
+  readonly onListenerError?: (error: unknown, change: EndpointRegistryChange) => void;
+}
+
+function defaultListenerError(error: unknown, change: EndpointRegistryChange): void {
+  console.error(
+    `EndpointRegistry onChange failed for ${change.kind} of ${change.record.endpointId} ` +
+      `(instance ${change.record.endpointInstanceId}, revision ${change.revision}):`,
+    error,
+  );
 }
 
 function rejection(code: string, message: string): ToolError {
@@ -231,6 +249,7 @@ export class EndpointRegistry {
   readonly #leaseTtlMs: number;
   readonly #clock: MonotonicClock;
   readonly #onChange: ((change: EndpointRegistryChange) => void) | undefined;
+  readonly #onListenerError: (error: unknown, change: EndpointRegistryChange) => void;
   readonly #records = new Map<string, EndpointRegistryRecord>();
   #revision = 0;
 
@@ -270,7 +289,21 @@ export class EndpointRegistry {
     this.#routes = routes;
     this.#leaseTtlMs = leaseTtlMs as number;
     this.#clock = clock;
+    if (options.onChange !== undefined && typeof options.onChange !== "function") {
+      throw new TypeError(
+        `Cannot create an EndpointRegistry as 'onChange' must be a function: current value is ${
+          String(options.onChange)
+        }`,
+      );
+    }
+    if (options.onListenerError !== undefined && typeof options.onListenerError !== "function") {
+      throw new TypeError(
+        "Cannot create an EndpointRegistry as 'onListenerError' must be a function: current " +
+          `value is ${String(options.onListenerError)}`,
+      );
+    }
     this.#onChange = options.onChange;
+    this.#onListenerError = options.onListenerError ?? defaultListenerError;
   }
 
   /** The process-local availability revision (after applying expiry). Starts at 0. */
@@ -322,7 +355,7 @@ export class EndpointRegistry {
         this.#records.delete(endpointId);
         this.#revision += 1;
         expired.push(record);
-        this.#onChange?.({ kind: "expired", record, revision: this.#revision });
+        this.#notify({ kind: "expired", record, revision: this.#revision });
       }
     }
     return Object.freeze(expired);
@@ -355,6 +388,23 @@ export class EndpointRegistry {
       ? this.#register(request, routeId, routeEndpoint)
       : this.#unregister(request, routeEndpoint);
     return makeEndpointRegistryResponseEnvelope(response, request);
+  }
+
+  /**
+   * Tells the listener about an applied change. Its failure never leaves the Registry: the state
+   * is already consistent, and the caller still gets its answer or read.
+   */
+  #notify(change: EndpointRegistryChange): void {
+    if (this.#onChange === undefined) return;
+    try {
+      this.#onChange(change);
+    } catch (error) {
+      try {
+        this.#onListenerError(error, change);
+      } catch {
+        // A failing error hook must not undo what the Registry decided either.
+      }
+    }
   }
 
   #reject(operation: "register" | "unregister", error: ToolError): EndpointRegistryResponse {
@@ -429,7 +479,7 @@ export class EndpointRegistry {
       });
       this.#records.set(routeEndpoint, record);
       this.#revision += 1;
-      this.#onChange?.(
+      this.#notify(
         current === undefined
           ? { kind: "registered", record, revision: this.#revision }
           : { kind: "replaced", record, previous: current, revision: this.#revision },
@@ -472,7 +522,7 @@ export class EndpointRegistry {
       }
       this.#records.delete(routeEndpoint);
       this.#revision += 1;
-      this.#onChange?.({ kind: "unregistered", record: current, revision: this.#revision });
+      this.#notify({ kind: "unregistered", record: current, revision: this.#revision });
     }
     return new EndpointRegistryResponse({
       operation: "unregister",
