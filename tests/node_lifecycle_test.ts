@@ -90,6 +90,10 @@ async function settle(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 
+/** A default register `request_id`: the operation and a random (v4) UUID. */
+const UUID_REQUEST_ID =
+  /^register-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 const ENDPOINT = "vision.yolo";
 const ROUTE = "yolo/management";
 const INSTANCE = "instance-1";
@@ -229,7 +233,7 @@ Deno.test("start sends the handler's exact descriptor with this instance; accept
   assertStrictEquals(request.messageType, "endpoint.register");
   assertStrictEquals(request.endpointId, ENDPOINT);
   assertStrictEquals(request.endpointInstanceId, INSTANCE);
-  assertStrictEquals(request.requestId, "register-1");
+  assertMatch(request.requestId!, UUID_REQUEST_ID);
   assertEquals(request.payload, {
     descriptor: {
       protocol_version: TOOL_ENDPOINT_PROTOCOL,
@@ -265,12 +269,9 @@ Deno.test("renewal goes out at lease × fraction after the accepted send, with n
   assertEquals(times(sent), [0, 15_000]);
   clock.advance(30_000);
   assertEquals(times(sent), [0, 15_000, 30_000, 45_000]);
-  assertEquals(sent.map((item) => item.envelope.requestId), [
-    "register-1",
-    "register-2",
-    "register-3",
-    "register-4",
-  ]);
+  const ids = sent.map((item) => item.envelope.requestId!);
+  for (const id of ids) assertMatch(id, UUID_REQUEST_ID);
+  assertStrictEquals(new Set(ids).size, 4);
   assertStrictEquals(registration.state, "registered");
   assertStrictEquals(registration.attempts, 4);
 });
@@ -486,6 +487,38 @@ Deno.test("uncorrelated registry responses are ignored and counted", () => {
   assertStrictEquals(registration.registryRevision, 3);
 });
 
+Deno.test("request ids are unguessable: a response forged with a counter id is ignored", () => {
+  const clock = new FakeClock();
+  const { registration, sent } = loop(clock, { responseTimeoutMs: 1000, jitter: 0 });
+  registration.start();
+  // Whatever can write to the node's input knows the endpoint and instance (they are on the
+  // Wire) but not the request id: the ids a counter would give are all refused.
+  for (const guess of ["register-0", "register-1", "register-2", "1", "register-undefined"]) {
+    assertStrictEquals(registration.receive(accepted(register(guess))), false);
+  }
+  assertStrictEquals(registration.state, "registering");
+  assertStrictEquals(registration.uncorrelatedResponses, 5);
+  // Only the exact outstanding id is accepted.
+  assert(registration.receive(accepted(sent[0].envelope)));
+  assertStrictEquals(registration.state, "registered");
+  registration.stop({ timeoutMs: 1 });
+  const unregister = sent[1].envelope;
+  assertStrictEquals(unregister.messageType, "endpoint.unregister");
+  assertStrictEquals(
+    registration.receive(
+      accepted(
+        makeUnregisterEnvelope({
+          endpointId: ENDPOINT,
+          endpointInstanceId: INSTANCE,
+          requestId: "unregister-2",
+        }),
+      ),
+    ),
+    false,
+  );
+  assert(registration.receive(accepted(unregister)));
+});
+
 function register(requestId: string, instance = INSTANCE, desc = descriptor()): ToolEnvelope {
   return makeRegistrationEnvelope(desc, { endpointInstanceId: instance, requestId });
 }
@@ -571,7 +604,7 @@ Deno.test("stop sends unregister, waits for its response and sends nothing after
     "endpoint.register",
     "endpoint.unregister",
   ]);
-  assertStrictEquals(sent[1].envelope.requestId, "unregister-2");
+  assertMatch(sent[1].envelope.requestId!, /^unregister-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
   assertStrictEquals(clock.pending, 0);
   clock.advance(100_000);
   assertEquals(sent.length, 2);

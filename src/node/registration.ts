@@ -75,7 +75,12 @@ export interface EndpointRegistrationOptions {
    * attempt without one is lost. Also bounds the wait for the unregister response in `stop()`.
    */
   readonly responseTimeoutMs?: number;
-  /** Makes the `request_id` of each exchange (default `"<operation>-<n>"`, n counting from 1). */
+  /**
+   * Makes the `request_id` of each exchange. The id is what makes a response acceptable, so it
+   * must be unguessable by anything that can write to the node's input: the default is
+   * `"<operation>-<random UUID>"` (`crypto.randomUUID()`); a counter would let a forged
+   * `endpoint.registry.response` be accepted.
+   */
   readonly requestId?: (operation: "register" | "unregister") => string;
   /** Called on every state transition. */
   readonly onStateChange?: (
@@ -110,7 +115,9 @@ interface Pending {
  *   with `validateManagementResponseCorrelation`; one that does not correlate (another request,
  *   endpoint or instance, the wrong operation, a late answer to an abandoned attempt, a malformed
  *   payload) is ignored and counted in {@linkcode EndpointRegistration.uncorrelatedResponses}.
- * - Each exchange has a fresh `request_id`; the Registry never deduplicates on it (8.5).
+ * - Each exchange has a fresh, unguessable `request_id` (a random UUID): only the exact id of the
+ *   outstanding request correlates, so a response forged by whatever can write to the node's
+ *   input is ignored. The Registry never deduplicates on it (8.5).
  *
  * All timing goes through the injected clock, so the loop is deterministic under a fake one.
  *
@@ -160,7 +167,6 @@ export class EndpointRegistration {
   #pending: Pending | undefined;
   #timer: { handle: unknown } | undefined;
   #failures = 0;
-  #counter = 0;
   #revision: number | undefined;
   #leaseTtlMs: number | undefined;
   #lastError: ToolError | Error | undefined;
@@ -216,8 +222,7 @@ export class EndpointRegistration {
     this.#maxMs = maxMs;
     this.#factor = factor;
     this.#responseTimeoutMs = responseTimeoutMs;
-    this.#requestId = options.requestId ??
-      ((operation) => `${operation}-${++this.#counter}`);
+    this.#requestId = options.requestId ?? unguessableRequestId;
     this.#onStateChange = options.onStateChange;
     // Build one registration now: an unregistrable descriptor fails at construction.
     makeRegistrationEnvelope(this.#descriptor, {
@@ -422,6 +427,11 @@ export class EndpointRegistration {
     this.#state = state;
     this.#onStateChange?.(state, previous);
   }
+}
+
+/** The default `request_id`: the operation and a random UUID, never predictable. */
+function unguessableRequestId(operation: "register" | "unregister"): string {
+  return `${operation}-${crypto.randomUUID()}`;
 }
 
 function asError(error: unknown): Error {
