@@ -815,6 +815,80 @@ Deno.test("degraded and unavailable take precedence in that order", async () => 
   reporter.stop();
 });
 
+Deno.test("a details callback that throws or returns a NaN never escapes the period timer", () => {
+  const clock = new FakeClock();
+  const handler = handlerWith({ detect: new BlockingQuery() });
+  const sent: Sent[] = [];
+  const failures: [string, string][] = [];
+  let details: () => object = () => ({ temperature: 40 });
+  const reporter = new EndpointHealthReporter({
+    handler,
+    clock,
+    periodMs: 1000,
+    details: () => details(),
+    onError: (error, callback) => failures.push([callback, (error as Error).message]),
+    send: (envelope) => void sent.push({ at: clock.now(), envelope }),
+  });
+  reporter.start();
+  details = () => {
+    throw new Error("sensor gone");
+  };
+  clock.advance(1000); // the period timer: before the fix, the throw left the timer here
+  details = () => ({ temperature: NaN });
+  clock.advance(1000);
+  // A check between periods does not call details(), and sends nothing while it keeps failing.
+  assertStrictEquals(reporter.check(), false);
+  details = () => ({ temperature: 41 });
+  clock.advance(1000);
+  assertEquals(sent.map((item) => item.envelope.payload), [
+    { status: { state: "ready", active_invocations: 0, details: { temperature: 40 } } },
+    { status: { state: "degraded", active_invocations: 0, details: {} } },
+    { status: { state: "degraded", active_invocations: 0, details: {} } },
+    { status: { state: "ready", active_invocations: 0, details: { temperature: 41 } } },
+  ]);
+  // One report per run of failures (the NaN came right after the throw: the same run).
+  assertEquals(failures, [["details", "sensor gone"]]);
+  assertStrictEquals(reporter.running, true);
+  assertStrictEquals(clock.pending, 1);
+  reporter.stop();
+});
+
+Deno.test("a failing degraded callback is reported once per run; a failing hook is ignored", () => {
+  const clock = new FakeClock();
+  const handler = handlerWith({ detect: new BlockingQuery() });
+  const failures: string[] = [];
+  let fail = true;
+  const reporter = new EndpointHealthReporter({
+    handler,
+    clock,
+    periodMs: 1000,
+    degraded: () => {
+      if (fail) throw new Error("probe down");
+      return false;
+    },
+    onError: (_error, callback) => {
+      failures.push(callback);
+      throw new Error("the hook fails too");
+    },
+    send: () => undefined,
+  });
+  reporter.start();
+  clock.advance(3000);
+  assertStrictEquals(reporter.lastState, "degraded");
+  fail = false;
+  assertStrictEquals(reporter.check(), true);
+  assertStrictEquals(reporter.lastState, "ready");
+  fail = true;
+  clock.advance(1000);
+  assertEquals(failures, ["degraded", "degraded"]);
+  reporter.stop();
+  assertThrows(
+    () => new EndpointHealthReporter({ handler, send: () => undefined, details: {} as never }),
+    TypeError,
+    "Cannot create an EndpointHealthReporter as 'details' must be a function: current value is",
+  );
+});
+
 Deno.test("a failing status send is recorded, not thrown", async () => {
   const clock = new FakeClock();
   const reporter = new EndpointHealthReporter({

@@ -31,10 +31,32 @@ export interface EndpointHealthReporterOptions {
   readonly pollMs?: number;
   /** Monotonic time and timers (default: `performance.now` and the global timers). */
   readonly clock?: NodeClock;
-  /** The provider's own degradation signal: `degraded` while it returns true. */
+  /**
+   * The provider's own degradation signal: `degraded` while it returns true. A throw counts as
+   * true (and is passed to `onError`).
+   */
   readonly degraded?: () => boolean;
-  /** Extra `details` for each snapshot (a JSON object; default `{}`). */
+  /**
+   * Extra `details` for each snapshot (a JSON object; default `{}`). When it throws or returns a
+   * value that is not valid JSON details (a `NaN`, a cycle, a non-object), the snapshot is sent
+   * as `degraded` with empty details, and the failure goes to `onError`: reporting goes on.
+   */
   readonly details?: () => object;
+  /**
+   * Told when `degraded` or `details` fails, once per run of consecutive failures of that
+   * callback (a callback that keeps failing is not reported on every snapshot). A throw here is
+   * ignored.
+   *
+   * @default {console.error}
+   */
+  readonly onError?: (error: unknown, callback: HealthCallback) => void;
+}
+
+/** A provider callback of {@linkcode EndpointHealthReporter}: `degraded` or `details`. */
+export type HealthCallback = "degraded" | "details";
+
+function defaultHealthError(error: unknown, callback: HealthCallback): void {
+  console.error(`EndpointHealthReporter: the ${callback}() callback failed:`, error);
 }
 
 /** Options of {@linkcode EndpointHealthReporter.stop}. */
@@ -110,6 +132,9 @@ export class EndpointHealthReporter {
   readonly #clock: NodeClock;
   readonly #degraded: (() => boolean) | undefined;
   readonly #details: (() => object) | undefined;
+  readonly #onError: (error: unknown, callback: HealthCallback) => void;
+  /** The callbacks whose last call failed (their next failure is not reported again). */
+  readonly #failing = new Set<HealthCallback>();
   #running = false;
   #shuttingDown = false;
   #lastState: EndpointState | undefined;
@@ -139,8 +164,18 @@ export class EndpointHealthReporter {
       ? undefined
       : requireNumberIn(options.pollMs, "pollMs", 0, Infinity, true);
     this.#clock = options.clock ?? SYSTEM_CLOCK;
+    for (const name of ["degraded", "details", "onError"] as const) {
+      const value: unknown = options[name];
+      if (value !== undefined && typeof value !== "function") {
+        throw new TypeError(
+          `Cannot create an EndpointHealthReporter as '${name}' must be a function: current ` +
+            `value is ${String(value)}`,
+        );
+      }
+    }
     this.#degraded = options.degraded;
     this.#details = options.details;
+    this.#onError = options.onError ?? defaultHealthError;
   }
 
   /** The state of the last snapshot sent, or `undefined` before the first. */
@@ -163,22 +198,68 @@ export class EndpointHealthReporter {
     return this.#running;
   }
 
-  /** The current snapshot, computed from the handler now (nothing is sent). */
+  /**
+   * The current snapshot, computed from the handler now (nothing is sent). Never throws for a
+   * failing `degraded` or `details` callback: see {@linkcode EndpointHealthReporterOptions}.
+   */
   snapshot(): EndpointStatus {
-    let degraded = false;
-    if (this.#degraded !== undefined) {
+    let degraded = this.#providerDegraded();
+    const endpointId = this.#handler.descriptor.endpointId;
+    const activeInvocations = this.#handler.state.activeInvocations;
+    if (this.#details !== undefined) {
       try {
-        degraded = this.#degraded() === true;
-      } catch {
+        const status = new EndpointStatus({
+          endpointId,
+          state: this.#state(degraded),
+          activeInvocations,
+          details: this.#details() ?? {},
+        });
+        this.#succeeded("details");
+        return status;
+      } catch (error) {
+        this.#failed("details", error);
         degraded = true;
       }
     }
-    return new EndpointStatus({
-      endpointId: this.#handler.descriptor.endpointId,
-      state: endpointStateOf(this.#handler, { shuttingDown: this.#shuttingDown, degraded }),
-      activeInvocations: this.#handler.state.activeInvocations,
-      details: this.#details?.() ?? {},
-    });
+    return new EndpointStatus({ endpointId, state: this.#state(degraded), activeInvocations });
+  }
+
+  /**
+   * The state a snapshot would carry now, without calling `details`: a `details` callback whose
+   * last call failed keeps the state `degraded` until a snapshot calls it successfully.
+   */
+  #currentState(): EndpointState {
+    return this.#state(this.#providerDegraded() || this.#failing.has("details"));
+  }
+
+  #state(degraded: boolean): EndpointState {
+    return endpointStateOf(this.#handler, { shuttingDown: this.#shuttingDown, degraded });
+  }
+
+  #providerDegraded(): boolean {
+    if (this.#degraded === undefined) return false;
+    try {
+      const degraded = this.#degraded() === true;
+      this.#succeeded("degraded");
+      return degraded;
+    } catch (error) {
+      this.#failed("degraded", error);
+      return true;
+    }
+  }
+
+  #succeeded(callback: HealthCallback): void {
+    this.#failing.delete(callback);
+  }
+
+  #failed(callback: HealthCallback, error: unknown): void {
+    if (this.#failing.has(callback)) return;
+    this.#failing.add(callback);
+    try {
+      this.#onError(error, callback);
+    } catch {
+      // A failing error hook must not stop the reporting either.
+    }
   }
 
   /** Sends a snapshot now and starts the period (and the poll, when configured). */
@@ -205,7 +286,7 @@ export class EndpointHealthReporter {
    * sent one. Cheap: call it after every dispatched message or published response.
    */
   check(): boolean {
-    if (this.snapshot().state === this.#lastState) return false;
+    if (this.#currentState() === this.#lastState) return false;
     this.report();
     return true;
   }
