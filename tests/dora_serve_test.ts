@@ -204,6 +204,36 @@ Deno.test("serveToolEndpoint: a request arriving after Stop, while work settles,
   assertEquals([stats.requests, stats.responses, stats.abandoned], [2, 2, 0]);
 });
 
+Deno.test("serveToolEndpoint: on an idle node, every request read after Stop is answered once", async () => {
+  const flow = new LoopbackDataflow();
+  const node = serveToolEndpoint(handler(), { transport: flow.transport, logger: () => {} });
+  await new Promise((resolve) => setTimeout(resolve, 0)); // idle: a read is pending
+  const invoke = (n: number) =>
+    encodeToolEnvelopeIpc(makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: {} }),
+      new ToolContext({
+        executionKey: new ToolExecutionKey({ invocationId: `inv-${n}`, attemptId: "att-1" }),
+        toolId: "forge.tool.detect",
+        implementationId: "yolo",
+        endpointId: "vision.yolo",
+        operation: "detect",
+      }),
+      { requestId: `r-${n}`, endpointInstanceId: "instance-1" },
+    ));
+  const deliveries = [flow.stop(), ...[1, 2, 3, 4].map((n) => flow.request(invoke(n)))];
+  const stats = await node;
+  const taken = (await Promise.allSettled(deliveries)).slice(1)
+    .flatMap((result, n) => result.status === "fulfilled" ? [`r-${n + 1}`] : []);
+  assert(taken.length > 0, "the node read at least one request after Stop");
+  const answers = flow.sent.map((output) => decodeToolEnvelopeIpc(output.data));
+  assertEquals(answers.map((answer) => answer.requestId), taken);
+  for (const answer of answers) {
+    assertEquals(answer.messageType, "tool.invoke.response");
+    assertEquals((answer.payload.error as { code: string }).code, "FORGE_ENDPOINT_UNAVAILABLE");
+  }
+  assertEquals([stats.requests, stats.responses], [taken.length, taken.length]);
+});
+
 Deno.test("serveToolEndpoint counts events in stats.responses and their failed sends in sendFailures", async () => {
   const actionDescriptor = new ToolEndpointDescriptor({
     protocolVersion: TOOL_ENDPOINT_PROTOCOL,

@@ -291,6 +291,14 @@ class FfiDoraTransport implements DoraNodeTransport {
     this.#log(String(level), String(message));
   }
 
+  /**
+   * No `dora_next_event` is issued after this. One already running cannot be interrupted: it
+   * returns with the next event Dora delivers (an input, a timer tick, the end of the streams).
+   */
+  stopReading(): void {
+    this.#ended = true;
+  }
+
   close(): Promise<void> {
     return this.#closing ??= this.#close();
   }
