@@ -28,13 +28,17 @@ import {
   newEndpointInstanceId,
   type NodeClock,
   TOOL_ENDPOINT_PROTOCOL,
+  ToolAccepted,
+  ToolControlResponse,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEnvelope,
   ToolError,
+  ToolExecutionStatus,
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
+  ToolResultResponse,
 } from "../mod.ts";
 import { context } from "./_helpers.ts";
 
@@ -886,6 +890,67 @@ Deno.test("a failing degraded callback is reported once per run; a failing hook 
     () => new EndpointHealthReporter({ handler, send: () => undefined, details: {} as never }),
     TypeError,
     "Cannot create an EndpointHealthReporter as 'details' must be a function: current value is",
+  );
+});
+
+Deno.test("watchState: one call per turn of permit changes; a throwing listener is logged", async () => {
+  const handler = new ToolEndpointHandler(
+    new ToolEndpointDescriptor({
+      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+      endpointId: ENDPOINT,
+      operations: [
+        new ToolOperationDescriptor({
+          name: "move",
+          semantics: "action",
+          statusSupported: true,
+          maxConcurrency: 2,
+        }),
+      ],
+    }),
+    {
+      endpointInstanceId: INSTANCE,
+      operations: {
+        move: {
+          start: () => new ToolAccepted(),
+          cancel: () => new ToolControlResponse({ command: "cancel", status: "unsupported" }),
+          status: () => new ToolExecutionStatus({ phase: "running" }),
+          result: () => new ToolResultResponse({ status: "pending" }),
+        },
+      },
+    },
+  );
+  const seen: number[] = [];
+  const unwatch = handler.watchState(() => void seen.push(handler.state.permitsInUse.move));
+  const unwatchFailing = handler.watchState(() => {
+    throw new Error("listener down");
+  });
+  const logged: unknown[][] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => void logged.push(args);
+  try {
+    const invokeMove = (n: number) =>
+      handler.dispatch(makeInvokeRequestEnvelope(
+        new ToolRequest({ arguments: {} }),
+        context(ENDPOINT, "move", { invocationId: `move-${n}` }),
+        { requestId: `request-move-${n}`, endpointInstanceId: INSTANCE },
+      ));
+    // Two admissions in one turn: one call, after both.
+    await Promise.all([invokeMove(1), invokeMove(2)]);
+    assertEquals(seen, [2]);
+    assertStrictEquals(logged.length, 1);
+    assertMatch(String(logged[0][0]), /watchState listener failed/);
+    unwatch();
+    unwatchFailing();
+    await invokeMove(3); // refused at capacity: no permit taken, and nobody is watching
+    await settle();
+    assertEquals(seen, [2]);
+  } finally {
+    console.error = original;
+  }
+  assertThrows(
+    () => handler.watchState(undefined as never),
+    TypeError,
+    "Cannot watch the handler state as 'listener' must be a function: current value is undefined",
   );
 });
 
