@@ -176,8 +176,10 @@ export class ToolEndpointNode {
    * shuts down (onShutdown, in-flight requests up to the grace period, transport close) and
    * resolves with the stats. After Stop or `stop()` the node keeps reading events while
    * `onShutdown` runs, handling request inputs as before (so a closing handler answers them and
-   * management responses still arrive). Rejects, after the same shutdown, when the transport
-   * fails. Calling it again returns the same promise.
+   * management responses still arrive); then it starts no new read, ends one still pending with
+   * {@linkcode DoraTransport.stopReading} and handles what it returns. Every request input read
+   * reaches the handler before the transport closes. Rejects, after the same shutdown, when the
+   * transport fails. Calling it again returns the same promise.
    */
   run(): Promise<ToolEndpointNodeStats> {
     return this.#running ??= this.#run();
@@ -185,7 +187,8 @@ export class ToolEndpointNode {
 
   /**
    * Asks the node to stop serving, as a Stop event would. The transport's pending `nextEvent`
-   * cannot be cancelled: the FFI transport closes once it returns (the next input or timer tick).
+   * cannot be cancelled: the shutdown ends it with `stopReading` (the FFI transport returns at the
+   * next input or timer tick) and handles its event before the transport closes.
    */
   stop(): void {
     this.#stopRequested = true;
