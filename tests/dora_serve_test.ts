@@ -443,3 +443,31 @@ Deno.test("serveToolEndpoint reports an Action's permit release with no request 
   await node;
   await gateway.reading;
 });
+
+Deno.test("serveToolEndpoint: a throwing health details() is logged once and the node serves on", async () => {
+  const flow = new LoopbackDataflow();
+  const logged: string[] = [];
+  const node = serveToolEndpoint(handler(), {
+    transport: flow.transport,
+    lifecycle: {
+      ...NO_PERIOD,
+      health: {
+        ...NO_PERIOD.health,
+        details: () => {
+          throw new Error("sensor gone");
+        },
+      },
+    },
+    logger: (level, message) => void logged.push(`${level} ${message}`),
+  });
+  const gateway = gatewayOf(flow);
+  await flow.request(invokeOf("vision.yolo", "detect", 1));
+  await gateway.until((envelope) => envelope.messageType === "tool.invoke.response");
+  await flow.stop();
+  await node;
+  await gateway.reading;
+  assertEquals(gateway.states(), ["degraded", "unavailable", "unavailable"]);
+  assertEquals(logged.filter((line) => line.includes("details() failed")), [
+    "error health details() failed; reporting degraded: Error: sensor gone",
+  ]);
+});

@@ -67,6 +67,12 @@ export interface DoraNodeTransport extends DoraTransport {
    * while `dora_next_event` is pending; ignored once the transport closed.
    */
   log(level: string, message: string): void;
+  /**
+   * Issues no `dora_next_event` after this (later `nextEvent` calls resolve `null`). A call
+   * already running cannot be interrupted: it returns with the next event Dora delivers (an
+   * input, a timer tick, the end of the streams), and that event is returned to its caller.
+   */
+  stopReading(): void;
   /** Whether the loaded library exports `dora_log`. */
   readonly hasDoraLog: boolean;
   /** Whether {@linkcode DoraTransport.close} was called. */
@@ -291,10 +297,6 @@ class FfiDoraTransport implements DoraNodeTransport {
     this.#log(String(level), String(message));
   }
 
-  /**
-   * No `dora_next_event` is issued after this. One already running cannot be interrupted: it
-   * returns with the next event Dora delivers (an input, a timer tick, the end of the streams).
-   */
   stopReading(): void {
     this.#ended = true;
   }
