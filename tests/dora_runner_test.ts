@@ -449,6 +449,33 @@ Deno.test("runner: after Stop the node ends its pending read with stopReading, n
   assertEquals(stats.stopReason, "stop");
 });
 
+Deno.test("runner: without stopReading, a pending read is awaited up to the grace, then closed", async () => {
+  for (const late of [true, false]) {
+    const flow = new LoopbackDataflow();
+    // The loopback without stopReading: only close ends its pending read.
+    const { stopReading: _, ...transport } = flow.transport;
+    const done = runToolEndpointNode({
+      transport,
+      handle: echo(),
+      onShutdown: () => Promise.resolve(),
+      graceMs: 50,
+      logger: () => {},
+    });
+    await flow.stop();
+    await delay(0); // the hook settled; the node waits on its last read
+    if (late) await flow.request(new Uint8Array([9]));
+    const stats = await done;
+    assert(flow.isClosed);
+    assertEquals(stats.stopReason, "stop");
+    assertEquals(
+      flow.sent.map((output) => output.data),
+      late ? [echoed(new Uint8Array([9]))] : [],
+      `late request: ${late}`,
+    );
+    assertEquals([stats.requests, stats.responses, stats.abandoned], late ? [1, 1, 0] : [0, 0, 0]);
+  }
+});
+
 Deno.test("loopback: stopReading ends a pending read with null; sends work until close", async () => {
   const flow = new LoopbackDataflow();
   const pending = flow.transport.nextEvent();

@@ -408,7 +408,7 @@ export class ToolEndpointNode {
       }
     }
     let event: DoraEvent | null | undefined;
-    const read = pending.then((value) => (event = value));
+    const read = pending.then((value) => (event = value), () => (event = null));
     if (!canStop && !(await withinDeadline(read, deadline))) {
       read.then((late) => {
         if (late !== null) this.#onEvent(late, "as the transport closed");
