@@ -893,8 +893,9 @@ Deno.test("a failing degraded callback is reported once per run; a failing hook 
   );
 });
 
-Deno.test("watchState: one call per turn of permit changes; a throwing listener is logged", async () => {
-  const handler = new ToolEndpointHandler(
+/** An Action endpoint whose executions stay running (their permits stay taken). */
+function actionHandler(maxConcurrency: number): ToolEndpointHandler {
+  return new ToolEndpointHandler(
     new ToolEndpointDescriptor({
       protocolVersion: TOOL_ENDPOINT_PROTOCOL,
       endpointId: ENDPOINT,
@@ -903,7 +904,7 @@ Deno.test("watchState: one call per turn of permit changes; a throwing listener 
           name: "move",
           semantics: "action",
           statusSupported: true,
-          maxConcurrency: 2,
+          maxConcurrency,
         }),
       ],
     }),
@@ -919,6 +920,18 @@ Deno.test("watchState: one call per turn of permit changes; a throwing listener 
       },
     },
   );
+}
+
+function invokeMove(handler: ToolEndpointHandler, n: number): Promise<readonly ToolEnvelope[]> {
+  return handler.dispatch(makeInvokeRequestEnvelope(
+    new ToolRequest({ arguments: {} }),
+    context(ENDPOINT, "move", { invocationId: `move-${n}` }),
+    { requestId: `request-move-${n}`, endpointInstanceId: INSTANCE },
+  ));
+}
+
+Deno.test("watchState: one call per turn of permit changes; a throwing listener is logged", async () => {
+  const handler = actionHandler(2);
   const seen: number[] = [];
   const unwatch = handler.watchState(() => void seen.push(handler.state.permitsInUse.move));
   const unwatchFailing = handler.watchState(() => {
@@ -928,20 +941,14 @@ Deno.test("watchState: one call per turn of permit changes; a throwing listener 
   const original = console.error;
   console.error = (...args: unknown[]) => void logged.push(args);
   try {
-    const invokeMove = (n: number) =>
-      handler.dispatch(makeInvokeRequestEnvelope(
-        new ToolRequest({ arguments: {} }),
-        context(ENDPOINT, "move", { invocationId: `move-${n}` }),
-        { requestId: `request-move-${n}`, endpointInstanceId: INSTANCE },
-      ));
     // Two admissions in one turn: one call, after both.
-    await Promise.all([invokeMove(1), invokeMove(2)]);
+    await Promise.all([invokeMove(handler, 1), invokeMove(handler, 2)]);
     assertEquals(seen, [2]);
     assertStrictEquals(logged.length, 1);
     assertMatch(String(logged[0][0]), /watchState listener failed/);
     unwatch();
     unwatchFailing();
-    await invokeMove(3); // refused at capacity: no permit taken, and nobody is watching
+    await invokeMove(handler, 3); // refused at capacity: no permit taken, and nobody is watching
     await settle();
     assertEquals(seen, [2]);
   } finally {
@@ -952,6 +959,24 @@ Deno.test("watchState: one call per turn of permit changes; a throwing listener 
     TypeError,
     "Cannot watch the handler state as 'listener' must be a function: current value is undefined",
   );
+});
+
+Deno.test("a running node reports an Action permit taken with no check call", async () => {
+  const handler = actionHandler(1);
+  const states: string[] = [];
+  const node = new EndpointNodeLifecycle({
+    handler,
+    unregisterTimeoutMs: 0,
+    send: (envelope) => {
+      if (envelope.messageType === "endpoint.status") states.push(statusOf(envelope)[0]);
+    },
+  });
+  node.start();
+  await invokeMove(handler, 1);
+  await settle();
+  assertEquals(states, ["ready", "busy"]);
+  await node.shutdown();
+  assertEquals(states, ["ready", "busy", "unavailable", "unavailable"]);
 });
 
 Deno.test("a failing status send is recorded, not thrown", async () => {

@@ -114,10 +114,10 @@ export function serveToolEndpoint(
       ? undefined
       : (response) => void lifecycle.receive(response),
   });
-  // State changes are reported when they happen: Action/Session permits through the handler's
-  // watchState, Query calls (admitted synchronously inside dispatch, released when it answers)
-  // by a check right after dispatch starts and after it ends. A check is O(operations) and
-  // sends only when the state changed.
+  // State changes are reported when they happen: Action/Session permits through the lifecycle's
+  // watch of the handler, Query calls (admitted synchronously inside dispatch, released when it
+  // answers) by a check right after dispatch starts and after it ends. A check is
+  // O(operations) and sends only when the state changed.
   const check = lifecycle === undefined ? () => {} : () => void lifecycle.check();
   const dispatch: (request: Uint8Array) => Promise<Uint8Array[]> = codec === "fast"
     ? (request) => binding.dispatchIpc(request)
@@ -134,7 +134,6 @@ export function serveToolEndpoint(
       check();
     }
   };
-  const unwatch = lifecycle === undefined ? () => {} : handler.watchState(check);
   const node = new ToolEndpointNode({
     transport,
     requestInputId: options.requestInputId,
@@ -157,5 +156,5 @@ export function serveToolEndpoint(
   });
   const stats = node.run();
   lifecycle?.start();
-  return stats.finally(unwatch);
+  return stats;
 }

@@ -123,6 +123,8 @@ export class EndpointNodeLifecycle {
   readonly #unregisterTimeoutMs: number | undefined;
   readonly #closeTransport: (() => void | Promise<void>) | undefined;
   #phase: EndpointNodePhase = "created";
+  /** Ends the handler's permit notifications; dropped at the first one after the node stopped. */
+  #unwatch: (() => void) | undefined;
   #shutdown: Promise<EndpointRegistryResponse | undefined> | undefined;
 
   /** Builds both loops; nothing is sent before {@linkcode EndpointNodeLifecycle.start}. */
@@ -165,12 +167,18 @@ export class EndpointNodeLifecycle {
     return this.#handler;
   }
 
-  /** Starts registration (sends `endpoint.register`) and health reporting (sends a snapshot). */
+  /**
+   * Starts registration (sends `endpoint.register`) and health reporting (sends a snapshot).
+   * From then on every Action/Session permit taken or released in the handler is checked
+   * ({@linkcode ToolEndpointHandler.watchState}), so `busy` and `ready` are reported when they
+   * happen; Query calls are checked by the transport ({@linkcode EndpointNodeLifecycle.check}).
+   */
   start(): void {
     if (this.#phase !== "created") return;
     this.#phase = "running";
     this.registration.start();
     this.health.start();
+    this.#unwatch = this.#handler.watchState(() => this.check());
   }
 
   /**
@@ -181,11 +189,18 @@ export class EndpointNodeLifecycle {
     return this.registration.receive(envelope);
   }
 
-  /** Sends a health snapshot if the state changed; call it after each dispatched message. */
+  /**
+   * Sends a health snapshot if the state changed; call it when a request was dispatched and when
+   * it was answered (a Query is admitted and released there). O(operations); sends nothing when
+   * the state is unchanged.
+   */
   check(): boolean {
-    return this.#phase === "running" || this.#phase === "shutting_down"
-      ? this.health.check()
-      : false;
+    if (this.#phase === "running" || this.#phase === "shutting_down") return this.health.check();
+    if (this.#phase === "stopped") {
+      this.#unwatch?.();
+      this.#unwatch = undefined;
+    }
+    return false;
   }
 
   /**
