@@ -338,6 +338,34 @@ Deno.test("renewal options are validated", () => {
   assertThrows(() => loop(clock, { backoff: { factor: 0.5 } }), RangeError);
   assertThrows(() => loop(clock, { responseTimeoutMs: 0 }), RangeError);
   assertThrows(() => loop(clock, { endpointInstanceId: " " }), TypeError);
+  // The message says what failed, names the option and shows the value.
+  assertThrows(
+    () => loop(clock, { renewFraction: 0 }),
+    RangeError,
+    "Cannot create an EndpointRegistration as 'renewFraction' must be a finite number in (0, 1): " +
+      "current value is 0",
+  );
+  assertThrows(
+    () => loop(clock, { backoff: { initialMs: 100, maxMs: 50 } }),
+    RangeError,
+    "'backoff.maxMs' must be a finite number in [100, Infinity]: current value is 50",
+  );
+  assertThrows(
+    () => loop(clock, { renewFraction: 0.95, jitter: 0.1 }),
+    RangeError,
+    "'renewFraction' × (1 + 'jitter') must stay below 1: current values are 0.95 and 0.1",
+  );
+  assertThrows(
+    () =>
+      new EndpointHealthReporter({
+        handler: handlerWith({ detect: new BlockingQuery() }),
+        send: () => {},
+        periodMs: NaN,
+      }),
+    RangeError,
+    "Cannot create an EndpointHealthReporter as 'periodMs' must be a finite number in " +
+      "(0, Infinity): current value is NaN",
+  );
 });
 
 // ---------------------------------------------------------------------------------------------

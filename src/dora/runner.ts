@@ -150,7 +150,10 @@ export class ToolEndpointNode {
     }
     const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     if (!(graceMs >= 0) || !Number.isFinite(graceMs)) {
-      throw new RangeError(`graceMs must be a non-negative finite number, got ${graceMs}`);
+      throw new RangeError(
+        `Cannot create a ToolEndpointNode as 'graceMs' must be a non-negative finite number: ` +
+          `current value is ${graceMs}`,
+      );
     }
     this.#transport = options.transport;
     this.#handle = options.handle;

@@ -7,8 +7,14 @@ export function jittered(base: number, jitter: number, random: () => number): nu
   return base * (1 + jitter * (2 * unit - 1));
 }
 
-/** Checks a finite number in `[min, max]` (or `(min, max)` when `open`). */
+/**
+ * Checks an option that must be a finite number in `[min, max]` (or `(min, max)` when `open`);
+ * the error says what could not be done, names the option and shows the value received:
+ * "Cannot create an EndpointRegistration as 'jitter' must be a finite number in [0, 1]: current
+ * value is 2".
+ */
 export function requireNumberIn(
+  action: string,
   value: unknown,
   name: string,
   min: number,
@@ -20,7 +26,11 @@ export function requireNumberIn(
     (open ? value <= min || value >= max : value < min || value > max)
   ) {
     const range = open ? `(${min}, ${max})` : `[${min}, ${max}]`;
-    throw new RangeError(`${name} must be a finite number in ${range}`);
+    throw new RangeError(
+      `Cannot ${action} as '${name}' must be a finite number in ${range}: current value is ${
+        String(value)
+      }`,
+    );
   }
   return value;
 }

@@ -55,6 +55,8 @@ export interface EndpointHealthReporterOptions {
 /** A provider callback of {@linkcode EndpointHealthReporter}: `degraded` or `details`. */
 export type HealthCallback = "degraded" | "details";
 
+const CREATE_REPORTER = "create an EndpointHealthReporter";
+
 function defaultHealthError(error: unknown, callback: HealthCallback): void {
   console.error(`EndpointHealthReporter: the ${callback}() callback failed:`, error);
 }
@@ -159,10 +161,17 @@ export class EndpointHealthReporter {
     this.#handler = options.handler;
     this.#send = options.send;
     this.#instance = instance;
-    this.#periodMs = requireNumberIn(options.periodMs ?? 5000, "periodMs", 0, Infinity, true);
+    this.#periodMs = requireNumberIn(
+      CREATE_REPORTER,
+      options.periodMs ?? 5000,
+      "periodMs",
+      0,
+      Infinity,
+      true,
+    );
     this.#pollMs = options.pollMs === undefined
       ? undefined
-      : requireNumberIn(options.pollMs, "pollMs", 0, Infinity, true);
+      : requireNumberIn(CREATE_REPORTER, options.pollMs, "pollMs", 0, Infinity, true);
     this.#clock = options.clock ?? SYSTEM_CLOCK;
     for (const name of ["degraded", "details", "onError"] as const) {
       const value: unknown = options[name];

@@ -189,22 +189,50 @@ export class EndpointRegistration {
     }
     if (typeof options.send !== "function") throw new TypeError("send must be a function");
     const renewFraction = requireNumberIn(
+      CREATE_REGISTRATION,
       options.renewFraction ?? 0.5,
       "renewFraction",
       0,
       1,
       true,
     );
-    const jitter = requireNumberIn(options.jitter ?? 0.1, "jitter", 0, 1);
-    if (jitter >= 1) throw new RangeError("jitter must be a finite number in [0, 1)");
+    const jitter = requireNumberIn(CREATE_REGISTRATION, options.jitter ?? 0.1, "jitter", 0, 1);
+    if (jitter >= 1) {
+      throw new RangeError(
+        `Cannot ${CREATE_REGISTRATION} as 'jitter' must be a finite number in [0, 1): current ` +
+          `value is ${jitter}`,
+      );
+    }
     if (renewFraction * (1 + jitter) >= 1) {
-      throw new RangeError("renewFraction × (1 + jitter) must stay below 1");
+      throw new RangeError(
+        `Cannot ${CREATE_REGISTRATION} as 'renewFraction' × (1 + 'jitter') must stay below 1: ` +
+          `current values are ${renewFraction} and ${jitter}`,
+      );
     }
     const backoff = options.backoff ?? {};
-    const initialMs = requireNumberIn(backoff.initialMs ?? 1000, "backoff.initialMs", 0, Infinity);
-    const maxMs = requireNumberIn(backoff.maxMs ?? 30_000, "backoff.maxMs", initialMs, Infinity);
-    const factor = requireNumberIn(backoff.factor ?? 2, "backoff.factor", 1, Infinity);
+    const initialMs = requireNumberIn(
+      CREATE_REGISTRATION,
+      backoff.initialMs ?? 1000,
+      "backoff.initialMs",
+      0,
+      Infinity,
+    );
+    const maxMs = requireNumberIn(
+      CREATE_REGISTRATION,
+      backoff.maxMs ?? 30_000,
+      "backoff.maxMs",
+      initialMs,
+      Infinity,
+    );
+    const factor = requireNumberIn(
+      CREATE_REGISTRATION,
+      backoff.factor ?? 2,
+      "backoff.factor",
+      1,
+      Infinity,
+    );
     const responseTimeoutMs = requireNumberIn(
+      CREATE_REGISTRATION,
       options.responseTimeoutMs ?? 5000,
       "responseTimeoutMs",
       0,
@@ -339,6 +367,7 @@ export class EndpointRegistration {
   stop(options: RegistrationStopOptions = {}): Promise<EndpointRegistryResponse | undefined> {
     if (this.#stopping !== undefined) return this.#stopping;
     const timeoutMs = requireNumberIn(
+      "stop the registration loop",
       options.timeoutMs ?? this.#responseTimeoutMs,
       "timeoutMs",
       0,
@@ -428,6 +457,8 @@ export class EndpointRegistration {
     this.#onStateChange?.(state, previous);
   }
 }
+
+const CREATE_REGISTRATION = "create an EndpointRegistration";
 
 /** The default `request_id`: the operation and a random UUID, never predictable. */
 function unguessableRequestId(operation: "register" | "unregister"): string {
