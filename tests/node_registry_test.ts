@@ -518,7 +518,12 @@ Deno.test("the route table and lease are validated", () => {
   );
   assertThrows(() => new EndpointRegistry({ routes: { "": ENDPOINT } }), TypeError);
   assertThrows(() => new EndpointRegistry({ routes: { a: " " } }), TypeError);
-  assertThrows(() => new EndpointRegistry({ routes: { a: ENDPOINT }, leaseTtlMs: 0 }), RangeError);
+  assertThrows(
+    () => new EndpointRegistry({ routes: { a: ENDPOINT }, leaseTtlMs: 0 }),
+    RangeError,
+    "Cannot create an EndpointRegistry as 'leaseTtlMs' must be an integer in [1, 2^53 - 1]: " +
+      "current value is 0",
+  );
   assertThrows(
     () => new EndpointRegistry({ routes: { a: ENDPOINT }, leaseTtlMs: 1.5 }),
     RangeError,
@@ -598,6 +603,6 @@ Deno.test("onChange and onListenerError must be functions", () => {
   assertThrows(
     () => fixture({ onListenerError: "log" as never }),
     TypeError,
-    "'onListenerError' must be a function: current value is log",
+    "'onListenerError' must be a function: current value is \"log\"",
   );
 });

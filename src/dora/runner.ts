@@ -143,10 +143,17 @@ export class ToolEndpointNode {
   /** Creates a node; nothing is read before {@linkcode ToolEndpointNode.run}. */
   constructor(options: ToolEndpointNodeOptions) {
     if (typeof options?.handle !== "function") {
-      throw new TypeError("ToolEndpointNode needs a handle function");
+      throw new TypeError(
+        `Cannot create a ToolEndpointNode as 'handle' must be a function: current value is ${
+          String(options?.handle)
+        }`,
+      );
     }
     if (options.transport === null || typeof options.transport !== "object") {
-      throw new TypeError("ToolEndpointNode needs a transport");
+      throw new TypeError(
+        "Cannot create a ToolEndpointNode as 'transport' must be a DoraTransport: current value " +
+          `is ${String(options.transport)}`,
+      );
     }
     const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     if (!(graceMs >= 0) || !Number.isFinite(graceMs)) {

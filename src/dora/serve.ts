@@ -84,7 +84,11 @@ export function serveToolEndpoint(
   const send = (bytes: Uint8Array) => node.publish(bytes);
   const codec = options.codec ?? "fast";
   if (codec !== "fast" && codec !== "generic") {
-    throw new RangeError('codec must be "fast" or "generic"');
+    throw new RangeError(
+      `Cannot serve the endpoint as 'codec' must be "fast" or "generic": current value is ${
+        String(codec)
+      }`,
+    );
   }
   const settings = options.lifecycle === true ? {} : options.lifecycle;
   const logger = options.logger;

@@ -8,6 +8,25 @@ export function jittered(base: number, jitter: number, random: () => number): nu
 }
 
 /**
+ * The message of an option error, in one style: "Cannot <action> as '<option>' must be
+ * <requirement>: current value is <value>".
+ */
+export function optionMessage(
+  action: string,
+  name: string,
+  requirement: string,
+  value: unknown,
+): string {
+  let shown: string;
+  try {
+    shown = typeof value === "string" ? JSON.stringify(value) : String(value);
+  } catch {
+    shown = Object.prototype.toString.call(value);
+  }
+  return `Cannot ${action} as '${name}' must be ${requirement}: current value is ${shown}`;
+}
+
+/**
  * Checks an option that must be a finite number in `[min, max]` (or `(min, max)` when `open`);
  * the error says what could not be done, names the option and shows the value received:
  * "Cannot create an EndpointRegistration as 'jitter' must be a finite number in [0, 1]: current
@@ -26,11 +45,7 @@ export function requireNumberIn(
     (open ? value <= min || value >= max : value < min || value > max)
   ) {
     const range = open ? `(${min}, ${max})` : `[${min}, ${max}]`;
-    throw new RangeError(
-      `Cannot ${action} as '${name}' must be a finite number in ${range}: current value is ${
-        String(value)
-      }`,
-    );
+    throw new RangeError(optionMessage(action, name, `a finite number in ${range}`, value));
   }
   return value;
 }

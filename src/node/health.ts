@@ -10,7 +10,7 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointStatusEnvelope } from "../wire/factories.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
-import { deliver, requireNumberIn } from "./_util.ts";
+import { deliver, optionMessage, requireNumberIn } from "./_util.ts";
 
 /** Options of {@linkcode EndpointHealthReporter}. */
 export interface EndpointHealthReporterOptions {
@@ -148,15 +148,21 @@ export class EndpointHealthReporter {
   /** Validates the options; nothing is sent before {@linkcode EndpointHealthReporter.start}. */
   constructor(options: EndpointHealthReporterOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointHealthReporter options must be an object");
+      throw new TypeError(optionMessage(CREATE_REPORTER, "options", "an object", options));
     }
     if (!(options.handler instanceof ToolEndpointHandler)) {
-      throw new TypeError("handler must be a ToolEndpointHandler");
+      throw new TypeError(
+        optionMessage(CREATE_REPORTER, "handler", "a ToolEndpointHandler", options.handler),
+      );
     }
-    if (typeof options.send !== "function") throw new TypeError("send must be a function");
+    if (typeof options.send !== "function") {
+      throw new TypeError(optionMessage(CREATE_REPORTER, "send", "a function", options.send));
+    }
     const instance = options.endpointInstanceId ?? options.handler.endpointInstanceId;
     if (typeof instance !== "string" || instance.trim() === "") {
-      throw new TypeError("endpointInstanceId must be a non-empty string");
+      throw new TypeError(
+        optionMessage(CREATE_REPORTER, "endpointInstanceId", "a non-empty string", instance),
+      );
     }
     this.#handler = options.handler;
     this.#send = options.send;
@@ -176,10 +182,7 @@ export class EndpointHealthReporter {
     for (const name of ["degraded", "details", "onError"] as const) {
       const value: unknown = options[name];
       if (value !== undefined && typeof value !== "function") {
-        throw new TypeError(
-          `Cannot create an EndpointHealthReporter as '${name}' must be a function: current ` +
-            `value is ${String(value)}`,
-        );
+        throw new TypeError(optionMessage(CREATE_REPORTER, name, "a function", value));
       }
     }
     this.#degraded = options.degraded;

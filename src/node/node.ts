@@ -10,6 +10,9 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { EndpointHealthReporter, type EndpointHealthReporterOptions } from "./health.ts";
 import { EndpointRegistration, type EndpointRegistrationOptions } from "./registration.ts";
+import { optionMessage } from "./_util.ts";
+
+const CREATE_LIFECYCLE = "create an EndpointNodeLifecycle";
 
 /**
  * A new `endpoint_instance_id` for this process start: `"<prefix>-<random UUID>"` (default prefix
@@ -130,12 +133,16 @@ export class EndpointNodeLifecycle {
   /** Builds both loops; nothing is sent before {@linkcode EndpointNodeLifecycle.start}. */
   constructor(options: EndpointNodeLifecycleOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointNodeLifecycle options must be an object");
+      throw new TypeError(optionMessage(CREATE_LIFECYCLE, "options", "an object", options));
     }
     if (!(options.handler instanceof ToolEndpointHandler)) {
-      throw new TypeError("handler must be a ToolEndpointHandler");
+      throw new TypeError(
+        optionMessage(CREATE_LIFECYCLE, "handler", "a ToolEndpointHandler", options.handler),
+      );
     }
-    if (typeof options.send !== "function") throw new TypeError("send must be a function");
+    if (typeof options.send !== "function") {
+      throw new TypeError(optionMessage(CREATE_LIFECYCLE, "send", "a function", options.send));
+    }
     const clock = options.clock ?? SYSTEM_CLOCK;
     this.#handler = options.handler;
     this.registration = new EndpointRegistration({

@@ -14,7 +14,7 @@ import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeRegistrationEnvelope, makeUnregisterEnvelope } from "../wire/factories.ts";
 import { endpointRegistryResponseFromPayload } from "../wire/messages.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
-import { deliver, jittered, requireNumberIn } from "./_util.ts";
+import { deliver, jittered, optionMessage, requireNumberIn } from "./_util.ts";
 
 /**
  * Where the registration loop is:
@@ -177,17 +177,33 @@ export class EndpointRegistration {
   /** Validates the options; nothing is sent before {@linkcode EndpointRegistration.start}. */
   constructor(options: EndpointRegistrationOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointRegistration options must be an object");
+      throw new TypeError(optionMessage(CREATE_REGISTRATION, "options", "an object", options));
     }
     if (!(options.descriptor instanceof ToolEndpointDescriptor)) {
-      throw new TypeError("descriptor must be a ToolEndpointDescriptor");
+      throw new TypeError(
+        optionMessage(
+          CREATE_REGISTRATION,
+          "descriptor",
+          "a ToolEndpointDescriptor",
+          options.descriptor,
+        ),
+      );
     }
     if (
       typeof options.endpointInstanceId !== "string" || options.endpointInstanceId.trim() === ""
     ) {
-      throw new TypeError("endpointInstanceId must be a non-empty string");
+      throw new TypeError(
+        optionMessage(
+          CREATE_REGISTRATION,
+          "endpointInstanceId",
+          "a non-empty string",
+          options.endpointInstanceId,
+        ),
+      );
     }
-    if (typeof options.send !== "function") throw new TypeError("send must be a function");
+    if (typeof options.send !== "function") {
+      throw new TypeError(optionMessage(CREATE_REGISTRATION, "send", "a function", options.send));
+    }
     const renewFraction = requireNumberIn(
       CREATE_REGISTRATION,
       options.renewFraction ?? 0.5,
@@ -199,8 +215,7 @@ export class EndpointRegistration {
     const jitter = requireNumberIn(CREATE_REGISTRATION, options.jitter ?? 0.1, "jitter", 0, 1);
     if (jitter >= 1) {
       throw new RangeError(
-        `Cannot ${CREATE_REGISTRATION} as 'jitter' must be a finite number in [0, 1): current ` +
-          `value is ${jitter}`,
+        optionMessage(CREATE_REGISTRATION, "jitter", "a finite number in [0, 1)", jitter),
       );
     }
     if (renewFraction * (1 + jitter) >= 1) {

@@ -58,6 +58,9 @@ import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointRegistryResponseEnvelope } from "../wire/factories.ts";
 import { endpointDescriptorFromPayload, endpointDescriptorToPayload } from "../wire/messages.ts";
 import { type MonotonicClock, SYSTEM_CLOCK } from "./clock.ts";
+import { optionMessage } from "./_util.ts";
+
+const CREATE_REGISTRY = "create an EndpointRegistry";
 
 /** The Registry's rejection codes (the `code` of the `ToolError` of a rejected response). */
 export interface EndpointRegistryErrorCodeTable {
@@ -256,11 +259,18 @@ export class EndpointRegistry {
   /** Checks the route table (non-empty IDs, one route per endpoint) and the lease. */
   constructor(options: EndpointRegistryOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointRegistry options must be an object");
+      throw new TypeError(optionMessage(CREATE_REGISTRY, "options", "an object", options));
     }
     const source: unknown = options.routes;
     if (source === null || typeof source !== "object") {
-      throw new TypeError("routes must be a record or a Map of route ID to endpoint ID");
+      throw new TypeError(
+        optionMessage(
+          CREATE_REGISTRY,
+          "routes",
+          "a record or a Map of route ID to endpoint ID",
+          source,
+        ),
+      );
     }
     const entries = source instanceof Map
       ? [...(source as Map<unknown, unknown>)]
@@ -269,37 +279,54 @@ export class EndpointRegistry {
     const endpoints = new Set<string>();
     for (const [routeId, endpointId] of entries) {
       if (typeof routeId !== "string" || routeId.trim() === "") {
-        throw new TypeError("route IDs must be non-empty strings");
+        throw new TypeError(
+          optionMessage(CREATE_REGISTRY, "routes", "keyed by non-empty route IDs", routeId),
+        );
       }
       if (typeof endpointId !== "string" || endpointId.trim() === "") {
-        throw new TypeError(`route '${routeId}' must authorize a non-empty endpoint ID`);
+        throw new TypeError(
+          optionMessage(
+            CREATE_REGISTRY,
+            `routes.${routeId}`,
+            "a non-empty endpoint ID",
+            endpointId,
+          ),
+        );
       }
       if (endpoints.has(endpointId)) {
-        throw new RangeError(`endpoint '${endpointId}' is configured on more than one route`);
+        throw new RangeError(
+          optionMessage(
+            CREATE_REGISTRY,
+            "routes",
+            `one route per endpoint ('${endpointId}' is configured on more than one route)`,
+            routeId,
+          ),
+        );
       }
       endpoints.add(endpointId);
       routes.set(routeId, endpointId);
     }
     const leaseTtlMs: unknown = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     if (!Number.isSafeInteger(leaseTtlMs) || (leaseTtlMs as number) < 1) {
-      throw new RangeError("leaseTtlMs must be an integer in [1, 2^53 - 1]");
+      throw new RangeError(
+        optionMessage(CREATE_REGISTRY, "leaseTtlMs", "an integer in [1, 2^53 - 1]", leaseTtlMs),
+      );
     }
     const clock = options.clock ?? SYSTEM_CLOCK;
-    if (typeof clock?.now !== "function") throw new TypeError("clock must have now()");
+    if (typeof clock?.now !== "function") {
+      throw new TypeError(optionMessage(CREATE_REGISTRY, "clock", "an object with now()", clock));
+    }
     this.#routes = routes;
     this.#leaseTtlMs = leaseTtlMs as number;
     this.#clock = clock;
     if (options.onChange !== undefined && typeof options.onChange !== "function") {
       throw new TypeError(
-        `Cannot create an EndpointRegistry as 'onChange' must be a function: current value is ${
-          String(options.onChange)
-        }`,
+        optionMessage(CREATE_REGISTRY, "onChange", "a function", options.onChange),
       );
     }
     if (options.onListenerError !== undefined && typeof options.onListenerError !== "function") {
       throw new TypeError(
-        "Cannot create an EndpointRegistry as 'onListenerError' must be a function: current " +
-          `value is ${String(options.onListenerError)}`,
+        optionMessage(CREATE_REGISTRY, "onListenerError", "a function", options.onListenerError),
       );
     }
     this.#onChange = options.onChange;
