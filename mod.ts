@@ -80,3 +80,6 @@ export {
   type EndpointNodePhase,
   newEndpointInstanceId,
 } from "./src/node/node.ts";
+
+// --- node reliability (branch node): health callback failures ---------------------------------
+export type { HealthCallback } from "./src/node/health.ts";

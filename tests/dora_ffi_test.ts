@@ -565,6 +565,32 @@ test("runner: stop mid-request waits for the in-flight handler, then closes", as
   assertEquals(record.outputs, [{ id: "tool_response", data: echoed(new Uint8Array([1, 2])) }]);
 });
 
+test("runner: every request read after Stop is answered before the context closes", async () => {
+  const requests = [[1], [2, 2], [3, 3, 3]].map((bytes) => new Uint8Array(bytes));
+  for (const hook of ["settled at once", "settles while reading"]) {
+    const session = new Session(["stop", ...requests.map((r) => `input tool_request ${hex(r)}`)]);
+    const received: Uint8Array[] = [];
+    const stats = await runToolEndpointNode({
+      transport: await session.open(),
+      handle: echo(received),
+      onShutdown: hook === "settled at once" ? () => Promise.resolve() : () => delay(5),
+      logger: () => {},
+    });
+    const record = await session.record();
+    assertHygiene(record);
+    // Every Input event the double delivered (all events but the Stop) was read by the node.
+    const read = record.counters.get("events")! - 1;
+    assert(read > 0, `${hook}: the node read at least one request after Stop`);
+    assertEquals(received, requests.slice(0, read), hook);
+    assertEquals(
+      record.outputs,
+      requests.slice(0, read).map((r) => ({ id: "tool_response", data: echoed(r) })),
+      hook,
+    );
+    assertEquals([stats.requests, stats.responses], [read, read], hook);
+  }
+});
+
 test("runner: a failed send rejects the publisher, is logged, and the node keeps serving", async () => {
   const session = new Session([
     "fail_send 1",

@@ -386,6 +386,110 @@ Deno.test("runner: after Stop without onShutdown, no further event is read", asy
   assertEquals(stats.requests, 0);
 });
 
+/**
+ * Delivers Stop and then `count` requests at once (nothing awaited in between), runs the node to
+ * its end, and returns how many requests the node read (took) and what it answered.
+ */
+async function stopThenRequests(count: number, options: Partial<ToolEndpointNodeOptions> = {}) {
+  const flow = new LoopbackDataflow();
+  const received: Uint8Array[] = [];
+  const done = runToolEndpointNode({
+    transport: flow.transport,
+    handle: echo(received),
+    logger: () => {},
+    ...options,
+  });
+  await delay(0); // the node is idle, waiting in nextEvent
+  const deliveries = [flow.stop()];
+  for (let n = 0; n < count; n++) deliveries.push(flow.request(new Uint8Array([n])));
+  const stats = await done;
+  const taken = (await Promise.allSettled(deliveries)).slice(1)
+    .flatMap((result, n) => result.status === "fulfilled" ? [n] : []);
+  return { stats, taken, received, answered: flow.sent.map((output) => output.data) };
+}
+
+Deno.test("runner: every request read after Stop is answered, also once the hook settled", async () => {
+  const { stats, taken, received, answered } = await stopThenRequests(4, {
+    onShutdown: () => Promise.resolve(),
+  });
+  // The hook settles at once; a read issued before that returns a request: it is handled.
+  assert(taken.length > 0, "the node read at least one request after Stop");
+  assertEquals(received, taken.map((n) => new Uint8Array([n])));
+  assertEquals(answered, taken.map((n) => echoed(new Uint8Array([n]))));
+  assertEquals([stats.requests, stats.responses], [taken.length, taken.length]);
+});
+
+Deno.test("runner: after Stop the node ends its pending read with stopReading, not close", async () => {
+  const flow = new LoopbackDataflow();
+  const calls: string[] = [];
+  const transport: DoraTransport = {
+    nextEvent: () => flow.transport.nextEvent(),
+    sendOutput: (id, data) => flow.transport.sendOutput(id, data),
+    stopReading: () => {
+      calls.push("stopReading");
+      flow.transport.stopReading!();
+    },
+    close: () => {
+      calls.push("close");
+      return flow.transport.close();
+    },
+  };
+  const hook = gate();
+  const done = runToolEndpointNode({
+    transport,
+    handle: echo(),
+    onShutdown: () => hook.promise,
+    logger: () => {},
+  });
+  await flow.stop();
+  await delay(0); // a read is pending while the hook runs
+  hook.open();
+  const stats = await done;
+  assertEquals(calls, ["stopReading", "close"]);
+  assertEquals(stats.stopReason, "stop");
+});
+
+Deno.test("runner: without stopReading, a pending read is awaited up to the grace, then closed", async () => {
+  for (const late of [true, false]) {
+    const flow = new LoopbackDataflow();
+    // The loopback without stopReading: only close ends its pending read.
+    const { stopReading: _, ...transport } = flow.transport;
+    const done = runToolEndpointNode({
+      transport,
+      handle: echo(),
+      onShutdown: () => Promise.resolve(),
+      graceMs: 50,
+      logger: () => {},
+    });
+    await flow.stop();
+    await delay(0); // the hook settled; the node waits on its last read
+    if (late) await flow.request(new Uint8Array([9]));
+    const stats = await done;
+    assert(flow.isClosed);
+    assertEquals(stats.stopReason, "stop");
+    assertEquals(
+      flow.sent.map((output) => output.data),
+      late ? [echoed(new Uint8Array([9]))] : [],
+      `late request: ${late}`,
+    );
+    assertEquals([stats.requests, stats.responses, stats.abandoned], late ? [1, 1, 0] : [0, 0, 0]);
+  }
+});
+
+Deno.test("loopback: stopReading ends a pending read with null; sends work until close", async () => {
+  const flow = new LoopbackDataflow();
+  const pending = flow.transport.nextEvent();
+  flow.transport.stopReading!();
+  assertEquals(await pending, null);
+  const untaken = flow.request(new Uint8Array([1]));
+  assertEquals(await flow.transport.nextEvent(), null);
+  assertEquals(flow.pendingEvents, 1);
+  await flow.transport.sendOutput("r", new Uint8Array([2]));
+  assertEquals(flow.sent, [{ id: "r", data: new Uint8Array([2]) }]);
+  await flow.transport.close();
+  await assertRejects(() => untaken, Error, "not taken");
+});
+
 Deno.test("runner: stop() from the process side ends serving without a Stop event", async () => {
   const flow = new LoopbackDataflow();
   let shutdowns = 0;

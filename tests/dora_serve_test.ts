@@ -1,7 +1,9 @@
 import { assert, assertEquals, assertRejects } from "@std/assert";
+import { delay } from "@std/async";
 import {
   EndpointRegistry,
   endpointRegistryResponseFromPayload,
+  endpointStatusFromEnvelope,
   makeInvokeRequestEnvelope,
   makeRegistrationEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
@@ -204,6 +206,36 @@ Deno.test("serveToolEndpoint: a request arriving after Stop, while work settles,
   assertEquals([stats.requests, stats.responses, stats.abandoned], [2, 2, 0]);
 });
 
+Deno.test("serveToolEndpoint: on an idle node, every request read after Stop is answered once", async () => {
+  const flow = new LoopbackDataflow();
+  const node = serveToolEndpoint(handler(), { transport: flow.transport, logger: () => {} });
+  await new Promise((resolve) => setTimeout(resolve, 0)); // idle: a read is pending
+  const invoke = (n: number) =>
+    encodeToolEnvelopeIpc(makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: {} }),
+      new ToolContext({
+        executionKey: new ToolExecutionKey({ invocationId: `inv-${n}`, attemptId: "att-1" }),
+        toolId: "forge.tool.detect",
+        implementationId: "yolo",
+        endpointId: "vision.yolo",
+        operation: "detect",
+      }),
+      { requestId: `r-${n}`, endpointInstanceId: "instance-1" },
+    ));
+  const deliveries = [flow.stop(), ...[1, 2, 3, 4].map((n) => flow.request(invoke(n)))];
+  const stats = await node;
+  const taken = (await Promise.allSettled(deliveries)).slice(1)
+    .flatMap((result, n) => result.status === "fulfilled" ? [`r-${n + 1}`] : []);
+  assert(taken.length > 0, "the node read at least one request after Stop");
+  const answers = flow.sent.map((output) => decodeToolEnvelopeIpc(output.data));
+  assertEquals(answers.map((answer) => answer.requestId), taken);
+  for (const answer of answers) {
+    assertEquals(answer.messageType, "tool.invoke.response");
+    assertEquals((answer.payload.error as { code: string }).code, "FORGE_ENDPOINT_UNAVAILABLE");
+  }
+  assertEquals([stats.requests, stats.responses], [taken.length, taken.length]);
+});
+
 Deno.test("serveToolEndpoint counts events in stats.responses and their failed sends in sendFailures", async () => {
   const actionDescriptor = new ToolEndpointDescriptor({
     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -270,4 +302,172 @@ Deno.test("serveToolEndpoint counts events in stats.responses and their failed s
   // The response and the last two events went out; the failed event was counted and logged.
   assertEquals([stats.responses, stats.sendFailures], [3, 1]);
   assert(logged.some((line) => line.startsWith("error publishing") && line.includes("link down")));
+});
+
+// --- Health state changes are reported when they happen ----------------------------------------
+
+/** Reads every output of `flow` in the background; `until` waits for a matching envelope. */
+function gatewayOf(flow: LoopbackDataflow) {
+  const seen: ToolEnvelope[] = [];
+  let changed = Promise.withResolvers<void>();
+  const reading = (async () => {
+    for (;;) {
+      const output = await flow.nextOutput();
+      if (output === null) return;
+      seen.push(decodeToolEnvelopeIpc(output.data));
+      changed.resolve();
+      changed = Promise.withResolvers<void>();
+    }
+  })();
+  return {
+    seen,
+    reading,
+    states: () =>
+      seen.filter((envelope) => envelope.messageType === "endpoint.status")
+        .map((envelope) => endpointStatusFromEnvelope(envelope).state),
+    async until(match: (envelope: ToolEnvelope) => boolean): Promise<void> {
+      while (!seen.some(match)) await changed.promise;
+    },
+  };
+}
+
+/** Lifecycle settings where only a state change can send a status while the test runs. */
+const NO_PERIOD = {
+  unregisterTimeoutMs: 1,
+  health: { periodMs: 3_600_000 },
+  registration: { responseTimeoutMs: 3_600_000 },
+} as const;
+
+function invokeOf(endpointId: string, operation: string, n: number): Uint8Array {
+  return encodeToolEnvelopeIpc(makeInvokeRequestEnvelope(
+    new ToolRequest({ arguments: {} }),
+    new ToolContext({
+      executionKey: new ToolExecutionKey({ invocationId: `inv-${n}`, attemptId: "att-1" }),
+      toolId: `forge.tool.${operation}`,
+      implementationId: "impl",
+      endpointId,
+      operation,
+    }),
+    { requestId: `r-${n}`, endpointInstanceId: "instance-1" },
+  ));
+}
+
+Deno.test("serveToolEndpoint reports busy at a saturating Query's admission and ready at its end", async () => {
+  const started = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const blocking = new ToolEndpointHandler(descriptor, {
+    endpointInstanceId: "instance-1",
+    operations: {
+      detect: {
+        query: async () => {
+          started.resolve();
+          await release.promise;
+          return new ToolResult({ status: "succeeded" });
+        },
+      },
+    },
+  });
+  const flow = new LoopbackDataflow();
+  const node = serveToolEndpoint(blocking, {
+    transport: flow.transport,
+    lifecycle: NO_PERIOD,
+    logger: () => {},
+  });
+  const gateway = gatewayOf(flow);
+  await gateway.until((envelope) => envelope.messageType === "endpoint.status");
+  await flow.request(invokeOf("vision.yolo", "detect", 1));
+  await started.promise;
+  await delay(0); // whatever was sent has been read
+  assertEquals(gateway.states(), ["ready", "busy"]);
+  release.resolve();
+  await gateway.until((envelope) => envelope.messageType === "tool.invoke.response");
+  await delay(0);
+  assertEquals(gateway.states(), ["ready", "busy", "ready"]);
+  await flow.stop();
+  await node;
+  await gateway.reading;
+  assertEquals(gateway.states(), ["ready", "busy", "ready", "unavailable", "unavailable"]);
+});
+
+Deno.test("serveToolEndpoint reports an Action's permit release with no request in between", async () => {
+  const actionDescriptor = new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId: "arm.moveit",
+    operations: [
+      new ToolOperationDescriptor({ name: "move", semantics: "action", statusSupported: true }),
+    ],
+  });
+  const finish = Promise.withResolvers<void>();
+  let done = false;
+  const actionHandler = new ToolEndpointHandler(actionDescriptor, {
+    endpointInstanceId: "instance-1",
+    operations: {
+      move: {
+        start(_request, _context, events) {
+          (async () => {
+            await finish.promise;
+            done = true;
+            await events.emit(new ToolEvent({ type: "executor_completed", data: {} }));
+          })();
+          return new ToolAccepted();
+        },
+        cancel: () => new ToolControlResponse({ command: "cancel", status: "unsupported" }),
+        status: () => new ToolExecutionStatus({ phase: done ? "completed" : "running" }),
+        result: () =>
+          done
+            ? new ToolResultResponse({
+              status: "available",
+              result: new ToolResult({ status: "succeeded" }),
+            })
+            : new ToolResultResponse({ status: "pending" }),
+      },
+    },
+  });
+  const flow = new LoopbackDataflow();
+  const node = serveToolEndpoint(actionHandler, {
+    transport: flow.transport,
+    lifecycle: NO_PERIOD,
+    logger: () => {},
+  });
+  const gateway = gatewayOf(flow);
+  await flow.request(invokeOf("arm.moveit", "move", 1));
+  await gateway.until((envelope) => envelope.messageType === "tool.invoke.response");
+  await delay(0);
+  assertEquals(gateway.states(), ["ready", "busy"]);
+  // The execution ends on its own (a terminal event): no request reaches the node meanwhile.
+  finish.resolve();
+  await gateway.until((envelope) => envelope.messageType === "tool.event");
+  await delay(0);
+  assertEquals(gateway.states(), ["ready", "busy", "ready"]);
+  await flow.stop();
+  await node;
+  await gateway.reading;
+});
+
+Deno.test("serveToolEndpoint: a throwing health details() is logged once and the node serves on", async () => {
+  const flow = new LoopbackDataflow();
+  const logged: string[] = [];
+  const node = serveToolEndpoint(handler(), {
+    transport: flow.transport,
+    lifecycle: {
+      ...NO_PERIOD,
+      health: {
+        ...NO_PERIOD.health,
+        details: () => {
+          throw new Error("sensor gone");
+        },
+      },
+    },
+    logger: (level, message) => void logged.push(`${level} ${message}`),
+  });
+  const gateway = gatewayOf(flow);
+  await flow.request(invokeOf("vision.yolo", "detect", 1));
+  await gateway.until((envelope) => envelope.messageType === "tool.invoke.response");
+  await flow.stop();
+  await node;
+  await gateway.reading;
+  assertEquals(gateway.states(), ["degraded", "unavailable", "unavailable"]);
+  assertEquals(logged.filter((line) => line.includes("details() failed")), [
+    "error health details() failed; reporting degraded: Error: sensor gone",
+  ]);
 });

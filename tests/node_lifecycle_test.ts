@@ -28,13 +28,17 @@ import {
   newEndpointInstanceId,
   type NodeClock,
   TOOL_ENDPOINT_PROTOCOL,
+  ToolAccepted,
+  ToolControlResponse,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEnvelope,
   ToolError,
+  ToolExecutionStatus,
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
+  ToolResultResponse,
 } from "../mod.ts";
 import { context } from "./_helpers.ts";
 
@@ -89,6 +93,10 @@ async function settle(): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
+
+/** A default register `request_id`: the operation and a random (v4) UUID. */
+const UUID_REQUEST_ID =
+  /^register-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 const ENDPOINT = "vision.yolo";
 const ROUTE = "yolo/management";
@@ -229,7 +237,7 @@ Deno.test("start sends the handler's exact descriptor with this instance; accept
   assertStrictEquals(request.messageType, "endpoint.register");
   assertStrictEquals(request.endpointId, ENDPOINT);
   assertStrictEquals(request.endpointInstanceId, INSTANCE);
-  assertStrictEquals(request.requestId, "register-1");
+  assertMatch(request.requestId!, UUID_REQUEST_ID);
   assertEquals(request.payload, {
     descriptor: {
       protocol_version: TOOL_ENDPOINT_PROTOCOL,
@@ -265,12 +273,9 @@ Deno.test("renewal goes out at lease × fraction after the accepted send, with n
   assertEquals(times(sent), [0, 15_000]);
   clock.advance(30_000);
   assertEquals(times(sent), [0, 15_000, 30_000, 45_000]);
-  assertEquals(sent.map((item) => item.envelope.requestId), [
-    "register-1",
-    "register-2",
-    "register-3",
-    "register-4",
-  ]);
+  const ids = sent.map((item) => item.envelope.requestId!);
+  for (const id of ids) assertMatch(id, UUID_REQUEST_ID);
+  assertStrictEquals(new Set(ids).size, 4);
   assertStrictEquals(registration.state, "registered");
   assertStrictEquals(registration.attempts, 4);
 });
@@ -333,6 +338,34 @@ Deno.test("renewal options are validated", () => {
   assertThrows(() => loop(clock, { backoff: { factor: 0.5 } }), RangeError);
   assertThrows(() => loop(clock, { responseTimeoutMs: 0 }), RangeError);
   assertThrows(() => loop(clock, { endpointInstanceId: " " }), TypeError);
+  // The message says what failed, names the option and shows the value.
+  assertThrows(
+    () => loop(clock, { renewFraction: 0 }),
+    RangeError,
+    "Cannot create an EndpointRegistration as 'renewFraction' must be a finite number in (0, 1): " +
+      "current value is 0",
+  );
+  assertThrows(
+    () => loop(clock, { backoff: { initialMs: 100, maxMs: 50 } }),
+    RangeError,
+    "'backoff.maxMs' must be a finite number in [100, Infinity]: current value is 50",
+  );
+  assertThrows(
+    () => loop(clock, { renewFraction: 0.95, jitter: 0.1 }),
+    RangeError,
+    "'renewFraction' × (1 + 'jitter') must stay below 1: current values are 0.95 and 0.1",
+  );
+  assertThrows(
+    () =>
+      new EndpointHealthReporter({
+        handler: handlerWith({ detect: new BlockingQuery() }),
+        send: () => {},
+        periodMs: NaN,
+      }),
+    RangeError,
+    "Cannot create an EndpointHealthReporter as 'periodMs' must be a finite number in " +
+      "(0, Infinity): current value is NaN",
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -486,6 +519,38 @@ Deno.test("uncorrelated registry responses are ignored and counted", () => {
   assertStrictEquals(registration.registryRevision, 3);
 });
 
+Deno.test("request ids are unguessable: a response forged with a counter id is ignored", () => {
+  const clock = new FakeClock();
+  const { registration, sent } = loop(clock, { responseTimeoutMs: 1000, jitter: 0 });
+  registration.start();
+  // Whatever can write to the node's input knows the endpoint and instance (they are on the
+  // Wire) but not the request id: the ids a counter would give are all refused.
+  for (const guess of ["register-0", "register-1", "register-2", "1", "register-undefined"]) {
+    assertStrictEquals(registration.receive(accepted(register(guess))), false);
+  }
+  assertStrictEquals(registration.state, "registering");
+  assertStrictEquals(registration.uncorrelatedResponses, 5);
+  // Only the exact outstanding id is accepted.
+  assert(registration.receive(accepted(sent[0].envelope)));
+  assertStrictEquals(registration.state, "registered");
+  registration.stop({ timeoutMs: 1 });
+  const unregister = sent[1].envelope;
+  assertStrictEquals(unregister.messageType, "endpoint.unregister");
+  assertStrictEquals(
+    registration.receive(
+      accepted(
+        makeUnregisterEnvelope({
+          endpointId: ENDPOINT,
+          endpointInstanceId: INSTANCE,
+          requestId: "unregister-2",
+        }),
+      ),
+    ),
+    false,
+  );
+  assert(registration.receive(accepted(unregister)));
+});
+
 function register(requestId: string, instance = INSTANCE, desc = descriptor()): ToolEnvelope {
   return makeRegistrationEnvelope(desc, { endpointInstanceId: instance, requestId });
 }
@@ -571,7 +636,7 @@ Deno.test("stop sends unregister, waits for its response and sends nothing after
     "endpoint.register",
     "endpoint.unregister",
   ]);
-  assertStrictEquals(sent[1].envelope.requestId, "unregister-2");
+  assertMatch(sent[1].envelope.requestId!, /^unregister-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
   assertStrictEquals(clock.pending, 0);
   clock.advance(100_000);
   assertEquals(sent.length, 2);
@@ -780,6 +845,166 @@ Deno.test("degraded and unavailable take precedence in that order", async () => 
   query.release();
   await call;
   reporter.stop();
+});
+
+Deno.test("a details callback that throws or returns a NaN never escapes the period timer", () => {
+  const clock = new FakeClock();
+  const handler = handlerWith({ detect: new BlockingQuery() });
+  const sent: Sent[] = [];
+  const failures: [string, string][] = [];
+  let details: () => object = () => ({ temperature: 40 });
+  const reporter = new EndpointHealthReporter({
+    handler,
+    clock,
+    periodMs: 1000,
+    details: () => details(),
+    onError: (error, callback) => failures.push([callback, (error as Error).message]),
+    send: (envelope) => void sent.push({ at: clock.now(), envelope }),
+  });
+  reporter.start();
+  details = () => {
+    throw new Error("sensor gone");
+  };
+  clock.advance(1000); // the period timer: before the fix, the throw left the timer here
+  details = () => ({ temperature: NaN });
+  clock.advance(1000);
+  // A check between periods does not call details(), and sends nothing while it keeps failing.
+  assertStrictEquals(reporter.check(), false);
+  details = () => ({ temperature: 41 });
+  clock.advance(1000);
+  assertEquals(sent.map((item) => item.envelope.payload), [
+    { status: { state: "ready", active_invocations: 0, details: { temperature: 40 } } },
+    { status: { state: "degraded", active_invocations: 0, details: {} } },
+    { status: { state: "degraded", active_invocations: 0, details: {} } },
+    { status: { state: "ready", active_invocations: 0, details: { temperature: 41 } } },
+  ]);
+  // One report per run of failures (the NaN came right after the throw: the same run).
+  assertEquals(failures, [["details", "sensor gone"]]);
+  assertStrictEquals(reporter.running, true);
+  assertStrictEquals(clock.pending, 1);
+  reporter.stop();
+});
+
+Deno.test("a failing degraded callback is reported once per run; a failing hook is ignored", () => {
+  const clock = new FakeClock();
+  const handler = handlerWith({ detect: new BlockingQuery() });
+  const failures: string[] = [];
+  let fail = true;
+  const reporter = new EndpointHealthReporter({
+    handler,
+    clock,
+    periodMs: 1000,
+    degraded: () => {
+      if (fail) throw new Error("probe down");
+      return false;
+    },
+    onError: (_error, callback) => {
+      failures.push(callback);
+      throw new Error("the hook fails too");
+    },
+    send: () => undefined,
+  });
+  reporter.start();
+  clock.advance(3000);
+  assertStrictEquals(reporter.lastState, "degraded");
+  fail = false;
+  assertStrictEquals(reporter.check(), true);
+  assertStrictEquals(reporter.lastState, "ready");
+  fail = true;
+  clock.advance(1000);
+  assertEquals(failures, ["degraded", "degraded"]);
+  reporter.stop();
+  assertThrows(
+    () => new EndpointHealthReporter({ handler, send: () => undefined, details: {} as never }),
+    TypeError,
+    "Cannot create an EndpointHealthReporter as 'details' must be a function: current value is",
+  );
+});
+
+/** An Action endpoint whose executions stay running (their permits stay taken). */
+function actionHandler(maxConcurrency: number): ToolEndpointHandler {
+  return new ToolEndpointHandler(
+    new ToolEndpointDescriptor({
+      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+      endpointId: ENDPOINT,
+      operations: [
+        new ToolOperationDescriptor({
+          name: "move",
+          semantics: "action",
+          statusSupported: true,
+          maxConcurrency,
+        }),
+      ],
+    }),
+    {
+      endpointInstanceId: INSTANCE,
+      operations: {
+        move: {
+          start: () => new ToolAccepted(),
+          cancel: () => new ToolControlResponse({ command: "cancel", status: "unsupported" }),
+          status: () => new ToolExecutionStatus({ phase: "running" }),
+          result: () => new ToolResultResponse({ status: "pending" }),
+        },
+      },
+    },
+  );
+}
+
+function invokeMove(handler: ToolEndpointHandler, n: number): Promise<readonly ToolEnvelope[]> {
+  return handler.dispatch(makeInvokeRequestEnvelope(
+    new ToolRequest({ arguments: {} }),
+    context(ENDPOINT, "move", { invocationId: `move-${n}` }),
+    { requestId: `request-move-${n}`, endpointInstanceId: INSTANCE },
+  ));
+}
+
+Deno.test("watchState: one call per turn of permit changes; a throwing listener is logged", async () => {
+  const handler = actionHandler(2);
+  const seen: number[] = [];
+  const unwatch = handler.watchState(() => void seen.push(handler.state.permitsInUse.move));
+  const unwatchFailing = handler.watchState(() => {
+    throw new Error("listener down");
+  });
+  const logged: unknown[][] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => void logged.push(args);
+  try {
+    // Two admissions in one turn: one call, after both.
+    await Promise.all([invokeMove(handler, 1), invokeMove(handler, 2)]);
+    assertEquals(seen, [2]);
+    assertStrictEquals(logged.length, 1);
+    assertMatch(String(logged[0][0]), /watchState listener failed/);
+    unwatch();
+    unwatchFailing();
+    await invokeMove(handler, 3); // refused at capacity: no permit taken, and nobody is watching
+    await settle();
+    assertEquals(seen, [2]);
+  } finally {
+    console.error = original;
+  }
+  assertThrows(
+    () => handler.watchState(undefined as never),
+    TypeError,
+    "Cannot watch the handler state as 'listener' must be a function: current value is undefined",
+  );
+});
+
+Deno.test("a running node reports an Action permit taken with no check call", async () => {
+  const handler = actionHandler(1);
+  const states: string[] = [];
+  const node = new EndpointNodeLifecycle({
+    handler,
+    unregisterTimeoutMs: 0,
+    send: (envelope) => {
+      if (envelope.messageType === "endpoint.status") states.push(statusOf(envelope)[0]);
+    },
+  });
+  node.start();
+  await invokeMove(handler, 1);
+  await settle();
+  assertEquals(states, ["ready", "busy"]);
+  await node.shutdown();
+  assertEquals(states, ["ready", "busy", "unavailable", "unavailable"]);
 });
 
 Deno.test("a failing status send is recorded, not thrown", async () => {

@@ -518,7 +518,12 @@ Deno.test("the route table and lease are validated", () => {
   );
   assertThrows(() => new EndpointRegistry({ routes: { "": ENDPOINT } }), TypeError);
   assertThrows(() => new EndpointRegistry({ routes: { a: " " } }), TypeError);
-  assertThrows(() => new EndpointRegistry({ routes: { a: ENDPOINT }, leaseTtlMs: 0 }), RangeError);
+  assertThrows(
+    () => new EndpointRegistry({ routes: { a: ENDPOINT }, leaseTtlMs: 0 }),
+    RangeError,
+    "Cannot create an EndpointRegistry as 'leaseTtlMs' must be an integer in [1, 2^53 - 1]: " +
+      "current value is 0",
+  );
   assertThrows(
     () => new EndpointRegistry({ routes: { a: ENDPOINT }, leaseTtlMs: 1.5 }),
     RangeError,
@@ -539,4 +544,65 @@ Deno.test("the Registry takes register and unregister only; status is not a muta
   assertThrows(() => registry.handle(status, ROUTE), RangeError);
   assertThrows(() => registry.handle({} as ToolEnvelope, ROUTE), TypeError);
   assertStrictEquals(registry.revision, 0);
+});
+
+// ---------------------------------------------------------------------------------------------
+// A failing onChange listener
+
+Deno.test("an onChange that throws loses neither the change nor the response", () => {
+  const failures: [string, string][] = [];
+  const { registry } = fixture({
+    onChange: (change) => {
+      throw new Error(`listener down at ${change.kind}`);
+    },
+    onListenerError: (error, change) => failures.push([(error as Error).message, change.kind]),
+  });
+  const registered = decide(registry, register("instance-1"));
+  assertEquals([registered.status, registered.registryRevision], ["accepted", 1]);
+  assertStrictEquals(registry.lookup(ENDPOINT)?.endpointInstanceId, "instance-1");
+  const replaced = decide(registry, register("instance-2"));
+  assertEquals([replaced.status, replaced.registryRevision], ["accepted", 2]);
+  const removed = decide(registry, unregister("instance-2"));
+  assertEquals([removed.status, removed.registryRevision], ["accepted", 3]);
+  assertStrictEquals(registry.lookup(ENDPOINT), undefined);
+  assertEquals(failures, [
+    ["listener down at registered", "registered"],
+    ["listener down at replaced", "replaced"],
+    ["listener down at unregistered", "unregistered"],
+  ]);
+});
+
+Deno.test("reads during expiry do not throw when onChange throws; every expiry counts once", () => {
+  const failures: string[] = [];
+  const { registry, clock } = fixture({
+    onChange: (change) => {
+      if (change.kind === "expired") throw new Error("listener down");
+    },
+    onListenerError: (_error, change) => {
+      failures.push(change.record.endpointId);
+      throw new Error("the error hook fails too");
+    },
+  });
+  decide(registry, register("instance-1"));
+  decide(registry, register("arm-1", descriptor(OTHER_ENDPOINT)), OTHER_ROUTE);
+  clock.t = 11_000;
+  assertEquals(registry.records(), []);
+  assertStrictEquals(registry.lookup(ENDPOINT), undefined);
+  assertStrictEquals(registry.revision, 4);
+  assertEquals(failures, [ENDPOINT, OTHER_ENDPOINT]);
+  const again = decide(registry, register("instance-1"));
+  assertEquals([again.status, again.registryRevision], ["accepted", 5]);
+});
+
+Deno.test("onChange and onListenerError must be functions", () => {
+  assertThrows(
+    () => fixture({ onChange: 1 as never }),
+    TypeError,
+    "Cannot create an EndpointRegistry as 'onChange' must be a function: current value is 1",
+  );
+  assertThrows(
+    () => fixture({ onListenerError: "log" as never }),
+    TypeError,
+    "'onListenerError' must be a function: current value is \"log\"",
+  );
 });

@@ -67,6 +67,12 @@ export interface DoraNodeTransport extends DoraTransport {
    * while `dora_next_event` is pending; ignored once the transport closed.
    */
   log(level: string, message: string): void;
+  /**
+   * Issues no `dora_next_event` after this (later `nextEvent` calls resolve `null`). A call
+   * already running cannot be interrupted: it returns with the next event Dora delivers (an
+   * input, a timer tick, the end of the streams), and that event is returned to its caller.
+   */
+  stopReading(): void;
   /** Whether the loaded library exports `dora_log`. */
   readonly hasDoraLog: boolean;
   /** Whether {@linkcode DoraTransport.close} was called. */
@@ -289,6 +295,10 @@ class FfiDoraTransport implements DoraNodeTransport {
       return;
     }
     this.#log(String(level), String(message));
+  }
+
+  stopReading(): void {
+    this.#ended = true;
   }
 
   close(): Promise<void> {

@@ -51,7 +51,8 @@ interface QueuedEvent {
  * {@linkcode LoopbackDataflow.stop} delivers Stop.
  *
  * Unlike the FFI transport, the node side may send while `nextEvent` is pending (nothing native
- * is shared). Closing the node side ends a pending `nextEvent` with `null`.
+ * is shared). Closing the node side, or `stopReading`, ends a pending `nextEvent` with `null`;
+ * events delivered but not taken by then are never read (their delivery rejects at close).
  *
  * @example
  * ```ts
@@ -83,6 +84,7 @@ export class LoopbackDataflow {
   #eventWaiter: ((event: DoraEvent | null) => void) | null = null;
   #ended = false;
   #isClosed = false;
+  #readingStopped = false;
 
   /** Creates a dataflow with an open node side and no events yet. */
   constructor(options: LoopbackDataflowOptions = {}) {
@@ -94,6 +96,7 @@ export class LoopbackDataflow {
       log: (level, message) => {
         if (!this.#isClosed) this.logs.push({ level: String(level), message: String(message) });
       },
+      stopReading: () => this.#stopReading(),
       close: () => this.#close(),
     };
   }
@@ -215,7 +218,7 @@ export class LoopbackDataflow {
   }
 
   #nextEvent(): Promise<DoraEvent | null> {
-    if (this.#isClosed) return Promise.resolve(null);
+    if (this.#isClosed || this.#readingStopped) return Promise.resolve(null);
     if (this.#eventWaiter !== null) {
       return Promise.reject(
         new Error("nextEvent is already pending: await it before asking for the next event"),
@@ -254,6 +257,12 @@ export class LoopbackDataflow {
       this.#unread.push(output);
     }
     return Promise.resolve();
+  }
+
+  /** The node reads no more: a pending read ends with `null`; queued events stay untaken. */
+  #stopReading(): void {
+    this.#readingStopped = true;
+    this.#wakeNode(null);
   }
 
   #close(): Promise<void> {

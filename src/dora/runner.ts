@@ -86,6 +86,8 @@ export interface ToolEndpointNodeStats {
 const DEFAULT_REQUEST_INPUT = "tool_request";
 const DEFAULT_RESPONSE_OUTPUT = "tool_response";
 const DEFAULT_GRACE_MS = 5000;
+/** What {@linkcode ToolEndpointNode.#drain}'s race returns when shutdown ends the reading. */
+const STOPPED = Symbol("stopped");
 
 function describe(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
@@ -141,14 +143,24 @@ export class ToolEndpointNode {
   /** Creates a node; nothing is read before {@linkcode ToolEndpointNode.run}. */
   constructor(options: ToolEndpointNodeOptions) {
     if (typeof options?.handle !== "function") {
-      throw new TypeError("ToolEndpointNode needs a handle function");
+      throw new TypeError(
+        `Cannot create a ToolEndpointNode as 'handle' must be a function: current value is ${
+          String(options?.handle)
+        }`,
+      );
     }
     if (options.transport === null || typeof options.transport !== "object") {
-      throw new TypeError("ToolEndpointNode needs a transport");
+      throw new TypeError(
+        "Cannot create a ToolEndpointNode as 'transport' must be a DoraTransport: current value " +
+          `is ${String(options.transport)}`,
+      );
     }
     const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     if (!(graceMs >= 0) || !Number.isFinite(graceMs)) {
-      throw new RangeError(`graceMs must be a non-negative finite number, got ${graceMs}`);
+      throw new RangeError(
+        `Cannot create a ToolEndpointNode as 'graceMs' must be a non-negative finite number: ` +
+          `current value is ${graceMs}`,
+      );
     }
     this.#transport = options.transport;
     this.#handle = options.handle;
@@ -174,8 +186,10 @@ export class ToolEndpointNode {
    * shuts down (onShutdown, in-flight requests up to the grace period, transport close) and
    * resolves with the stats. After Stop or `stop()` the node keeps reading events while
    * `onShutdown` runs, handling request inputs as before (so a closing handler answers them and
-   * management responses still arrive). Rejects, after the same shutdown, when the transport
-   * fails. Calling it again returns the same promise.
+   * management responses still arrive); then it starts no new read, ends one still pending with
+   * {@linkcode DoraTransport.stopReading} and handles what it returns. Every request input read
+   * reaches the handler before the transport closes. Rejects, after the same shutdown, when the
+   * transport fails. Calling it again returns the same promise.
    */
   run(): Promise<ToolEndpointNodeStats> {
     return this.#running ??= this.#run();
@@ -183,7 +197,8 @@ export class ToolEndpointNode {
 
   /**
    * Asks the node to stop serving, as a Stop event would. The transport's pending `nextEvent`
-   * cannot be cancelled: the FFI transport closes once it returns (the next input or timer tick).
+   * cannot be cancelled: the shutdown ends it with `stopReading` (the FFI transport returns at the
+   * next input or timer tick) and handles its event before the transport closes.
    */
   stop(): void {
     this.#stopRequested = true;
@@ -215,8 +230,11 @@ export class ToolEndpointNode {
       const event = await Promise.race([next, wake.promise]);
       this.#wake = null;
       if (event === "requested") {
-        // Still pending: the shutdown reads it (see #drain).
-        this.#pendingNext = next;
+        // Still pending: the shutdown handles what it returns (see #drain and #finishRead).
+        this.#pendingNext = next.catch((error) => {
+          this.#log("warn", `reading the next Dora event failed after stop(): ${describe(error)}`);
+          return null;
+        });
         return "requested";
       }
       if (event === null) return "end-of-stream";
@@ -287,8 +305,16 @@ export class ToolEndpointNode {
     this.#stats.responses++;
   };
 
+  /**
+   * Shuts down: runs `onShutdown`, keeps reading while it runs (after Stop or `stop()`), then
+   * reads nothing more, handles the event of a read still pending, waits for the handler calls
+   * and closes the transport. Every event a read returned is handled: a request input read at
+   * any point reaches the handler (a closing handler answers it), never only a log line.
+   */
   async #shutdown(drain: boolean): Promise<void> {
     const started = performance.now();
+    const deadline = started + this.#graceMs;
+    let hookSettled = false;
     let shutdownHook: Promise<void> = Promise.resolve();
     if (this.#onShutdown !== undefined) {
       try {
@@ -299,41 +325,34 @@ export class ToolEndpointNode {
         this.#log("error", `onShutdown failed: ${describe(error)}`);
       }
     }
+    shutdownHook = shutdownHook.then(() => void (hookSettled = true));
     // After Stop the streams stay open until Dora closes them: while the shutdown hook runs, the
     // node keeps reading, so a Registry's answer to the unregister arrives and a late request is
-    // answered (by a handler that is closing) rather than dropped.
-    const stopDraining = Promise.withResolvers<"stop">();
-    // Without a hook there is nothing to wait for: no new read is started (one still pending
-    // after stop() is left to close, as before).
-    const drained = drain && this.#onShutdown !== undefined
-      ? this.#drain(stopDraining.promise)
-      : Promise.resolve();
-    if (this.#pendingNext !== null && this.#onShutdown === undefined) {
-      this.#pendingNext.then((late) => {
-        if (late !== null) this.#log("debug", `event ${late.type} after stop ignored`);
-      }, () => undefined);
+    // answered (by a handler that is closing) rather than dropped. Without a hook there is
+    // nothing to wait for, and no new read is started.
+    let pending = this.#pendingNext;
+    this.#pendingNext = null;
+    if (drain && this.#onShutdown !== undefined) {
+      pending = (await this.#drain(shutdownHook, deadline, pending)).pending;
     }
-    shutdownHook.then(() => stopDraining.resolve("stop"));
-    const everything = (async () => {
-      await shutdownHook;
-      await drained;
-      while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
-      return true;
-    })();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.#graceMs);
-    });
-    const settled = await Promise.race([everything, timeout]);
-    clearTimeout(timer);
-    stopDraining.resolve("stop");
+    // Reading ends here; a read already issued cannot be taken back, so its event is handled.
+    if (pending !== null) await this.#finishRead(pending, deadline);
+    const settled = await withinDeadline(
+      (async () => {
+        await shutdownHook;
+        while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+      })(),
+      deadline,
+    );
     if (!settled) {
       this.#stats.abandoned = this.#inFlight.size;
       this.#log(
         "warn",
         `shutdown grace of ${this.#graceMs} ms over after ${
           Math.round(performance.now() - started)
-        } ms: ${this.#inFlight.size} request(s) still running, closing the transport`,
+        } ms: ${this.#inFlight.size} request(s) still running${
+          hookSettled ? "" : ", onShutdown unsettled"
+        }, closing the transport`,
       );
     }
     try {
@@ -344,30 +363,80 @@ export class ToolEndpointNode {
   }
 
   /**
-   * Reads events until `stop` settles or the streams end: inputs are handled as while serving,
-   * other events counted. A read still pending when `stop` settles is left to the transport's
-   * close (which waits for it); what it returns is logged and ignored.
+   * Reads events until `stop` settles, the grace `deadline` passes or the streams end: inputs
+   * are handled as while serving, other events counted. Returns the read still pending at the
+   * end (wrapped, so that it is not awaited here) for {@linkcode ToolEndpointNode.#finishRead}:
+   * its event is never dropped.
    */
-  async #drain(stop: Promise<"stop">): Promise<void> {
-    let next = this.#pendingNext ?? this.#nextEventOrNull();
-    this.#pendingNext = null;
-    for (;;) {
-      const event = await Promise.race([next, stop]);
-      if (event === "stop") {
-        next.then((late) => {
-          if (late !== null) this.#log("debug", `event ${late.type} after shutdown ignored`);
-        }, () => undefined);
-        return;
+  async #drain(
+    stop: Promise<void>,
+    deadline: number,
+    pending: Promise<DoraEvent | null> | null,
+  ): Promise<{ readonly pending: Promise<DoraEvent | null> | null }> {
+    let stopped = false;
+    // A fresh wake-up per read, as in #serve: racing one long-lived promise would pile up.
+    let wake: ((value: typeof STOPPED) => void) | null = null;
+    const end = () => {
+      stopped = true;
+      wake?.(STOPPED);
+    };
+    stop.then(end);
+    const timer = setTimeout(end, Math.max(0, deadline - performance.now()));
+    try {
+      let next = pending ?? this.#nextEventOrNull();
+      for (;;) {
+        if (stopped) return { pending: next };
+        const woken = Promise.withResolvers<typeof STOPPED>();
+        wake = woken.resolve;
+        const event = await Promise.race([next, woken.promise]);
+        wake = null;
+        if (event === STOPPED) return { pending: next };
+        if (event === null) return { pending: null };
+        this.#onEvent(event, "while shutting down");
+        if (stopped) return { pending: null };
+        next = this.#nextEventOrNull();
       }
-      if (event === null) return;
-      if (event.type === "input") {
-        this.#onInput(event.id, event.data, event.timestampMs);
-      } else {
-        this.#count(event.type);
-        this.#log("debug", `Dora event ${event.type} received while shutting down`);
-      }
-      next = this.#nextEventOrNull();
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /**
+   * Ends reading with one read still pending: asks the transport to end it
+   * ({@linkcode DoraTransport.stopReading}), waits for it, and handles its event like any
+   * other. A transport without `stopReading` is waited for up to the grace `deadline`; a read
+   * that outlasts it is left to `close` (which waits for it), and an event it still returns is
+   * handled too, though its answer may find the transport closed.
+   */
+  async #finishRead(pending: Promise<DoraEvent | null>, deadline: number): Promise<void> {
+    const canStop = typeof this.#transport.stopReading === "function";
+    if (canStop) {
+      try {
+        this.#transport.stopReading!();
+      } catch (error) {
+        this.#log("warn", `ending the pending Dora event read failed: ${describe(error)}`);
+      }
+    }
+    let event: DoraEvent | null | undefined;
+    const read = pending.then((value) => (event = value), () => (event = null));
+    if (!canStop && !(await withinDeadline(read, deadline))) {
+      read.then((late) => {
+        if (late !== null) this.#onEvent(late, "as the transport closed");
+      });
+      return;
+    }
+    await read;
+    if (event) this.#onEvent(event, "while shutting down");
+  }
+
+  /** Handles an event read during shutdown: an input as while serving, anything else counted. */
+  #onEvent(event: DoraEvent, when: string): void {
+    if (event.type === "input") {
+      this.#onInput(event.id, event.data, event.timestampMs);
+      return;
+    }
+    this.#count(event.type);
+    this.#log("debug", `Dora event ${event.type} received ${when}`);
   }
 
   /** The transport's next event; a failed read while shutting down ends the reading (logged). */
@@ -395,6 +464,22 @@ export class ToolEndpointNode {
     } catch {
       // A failing logger must not stop the node.
     }
+  }
+}
+
+/**
+ * Resolves `true` once `work` settles, or `false` when the monotonic `deadline` passes first.
+ * A deadline already past still lets `work` settle through one timer turn (microtask answers).
+ */
+async function withinDeadline(work: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, deadline - performance.now()));
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -105,10 +105,22 @@ export function serveToolEndpoint(
   const send = (bytes: Uint8Array) => node.publish(bytes);
   const codec = options.codec ?? "fast";
   if (codec !== "fast" && codec !== "generic") {
-    throw new RangeError('codec must be "fast" or "generic"');
+    throw new RangeError(
+      `Cannot serve the endpoint as 'codec' must be "fast" or "generic": current value is ${
+        String(codec)
+      }`,
+    );
   }
-  const lifecycle = options.lifecycle === undefined ? undefined : new EndpointNodeLifecycle({
-    ...(options.lifecycle === true ? {} : options.lifecycle),
+  const settings = options.lifecycle === true ? {} : options.lifecycle;
+  const logger = options.logger;
+  const lifecycle = settings === undefined ? undefined : new EndpointNodeLifecycle({
+    ...settings,
+    // A failing degraded()/details() callback goes to the node's logger when there is one.
+    health: settings.health?.onError !== undefined || logger === undefined ? settings.health : {
+      ...settings.health,
+      onError: (error, callback) =>
+        logger("error", `health ${callback}() failed; reporting degraded: ${String(error)}`),
+    },
     handler,
     graceMs,
     send: (envelope) =>
@@ -127,16 +139,26 @@ export function serveToolEndpoint(
       ? undefined
       : (response) => void lifecycle.receive(response),
   });
-  const handle: ToolEndpointRequestHandler = codec === "fast"
-    ? async (request, publish) => {
-      for (const response of await binding.dispatchIpc(request)) await publish(response);
-    }
-    : async (request, publish) => {
+  // State changes are reported when they happen: Action/Session permits through the lifecycle's
+  // watch of the handler, Query calls (admitted synchronously inside dispatch, released when it
+  // answers) by a check right after dispatch starts and after it ends. A check is
+  // O(operations) and sends only when the state changed.
+  const check = lifecycle === undefined ? () => {} : () => void lifecycle.check();
+  const dispatch: (request: Uint8Array) => Promise<Uint8Array[]> = codec === "fast"
+    ? (request) => binding.dispatchIpc(request)
+    : async (request) => {
       const batch = decodeToolMessageIpc(request, { maxBytes: binding.maxCarrierBytes });
-      for (const response of await binding.dispatchInput(batch)) {
-        await publish(encodeToolMessageIpc(response));
-      }
+      return (await binding.dispatchInput(batch)).map((response) => encodeToolMessageIpc(response));
     };
+  const handle: ToolEndpointRequestHandler = async (request, publish) => {
+    const dispatched = dispatch(request);
+    check();
+    try {
+      for (const response of await dispatched) await publish(response);
+    } finally {
+      check();
+    }
+  };
   const node = new ToolEndpointNode({
     transport,
     requestInputId: options.requestInputId,

@@ -69,6 +69,15 @@ export interface DoraTransport {
    * `Error` naming the output id when the send failed or the transport is closed.
    */
   sendOutput(id: string, data: Uint8Array): Promise<void>;
+  /**
+   * Ends the reading: a pending {@linkcode DoraTransport.nextEvent} resolves as soon as the
+   * transport can end it (with `null`, or with the event it already took), and every later call
+   * resolves `null` at once; sending still works until {@linkcode DoraTransport.close}. A
+   * shutting-down node calls it so that the last read it issued ends without closing the
+   * transport first, and the event that read returned can still be answered. Optional: without
+   * it, the node waits for a pending read up to its grace period.
+   */
+  stopReading?(): void;
   /** Writes a line to the dataflow's log, when the transport has one. */
   log?(level: string, message: string): void;
   /**

@@ -241,6 +241,9 @@ export class ToolEndpointHandler {
   readonly #lifetime = new AbortController();
   readonly #abandon = new AbortController();
   #closed = false;
+  /** Listeners of {@linkcode ToolEndpointHandler.watchState}, told once per microtask turn. */
+  readonly #stateWatchers = new Set<() => void>();
+  #stateNoticeQueued = false;
 
   /**
    * Binds one implementation to every declared operation. Checks, in order: the descriptor, its
@@ -340,6 +343,42 @@ export class ToolEndpointHandler {
   /** The declared operation names, in descriptor order. */
   get operationNames(): readonly string[] {
     return this.#descriptor.operations.map((operation) => operation.name);
+  }
+
+  /**
+   * Calls `listener` after an Action or Session admission permit was taken or released, so a
+   * health reporter sees `busy` and `ready` when they happen rather than on its next period.
+   * Calls are coalesced to one per microtask turn and made outside the handler's own work; a
+   * listener that throws is logged to the console and stays subscribed. Query calls are not
+   * signalled (they begin and end inside `dispatch`: check after it). Returns the unsubscribe;
+   * `EndpointNodeLifecycle` subscribes its health reporter's `check()` this way.
+   */
+  watchState(listener: () => void): () => void {
+    if (typeof listener !== "function") {
+      throw new TypeError(
+        `Cannot watch the handler state as 'listener' must be a function: current value is ${
+          String(listener)
+        }`,
+      );
+    }
+    const entry = () => listener();
+    this.#stateWatchers.add(entry);
+    return () => void this.#stateWatchers.delete(entry);
+  }
+
+  #stateChanged(): void {
+    if (this.#stateWatchers.size === 0 || this.#stateNoticeQueued) return;
+    this.#stateNoticeQueued = true;
+    queueMicrotask(() => {
+      this.#stateNoticeQueued = false;
+      for (const watcher of this.#stateWatchers) {
+        try {
+          watcher();
+        } catch (error) {
+          console.error("ToolEndpointHandler: a watchState listener failed:", error);
+        }
+      }
+    });
   }
 
   /** A snapshot of admission and retention state, for health reporting. */
@@ -676,6 +715,7 @@ export class ToolEndpointHandler {
     };
     this.#ledger.set(key.id, record);
     this.#permits.set(operation.name, this.#permits.get(operation.name)! + 1);
+    this.#stateChanged();
     const execution = record;
     const unlink = this.#linkSignals(execution.abort!, context, execution);
     const emitter = new ExecutionEmitter(
@@ -862,6 +902,7 @@ export class ToolEndpointHandler {
     const count = this.#permits.get(record.operation)! - 1;
     if (count < 0) throw new Error("Execution admission permit count became negative");
     this.#permits.set(record.operation, count);
+    this.#stateChanged();
   }
 
   // -------------------------------------------------------------------------------------------

@@ -7,8 +7,33 @@ export function jittered(base: number, jitter: number, random: () => number): nu
   return base * (1 + jitter * (2 * unit - 1));
 }
 
-/** Checks a finite number in `[min, max]` (or `(min, max)` when `open`). */
+/**
+ * The message of an option error, in one style: "Cannot <action> as '<option>' must be
+ * <requirement>: current value is <value>".
+ */
+export function optionMessage(
+  action: string,
+  name: string,
+  requirement: string,
+  value: unknown,
+): string {
+  let shown: string;
+  try {
+    shown = typeof value === "string" ? JSON.stringify(value) : String(value);
+  } catch {
+    shown = Object.prototype.toString.call(value);
+  }
+  return `Cannot ${action} as '${name}' must be ${requirement}: current value is ${shown}`;
+}
+
+/**
+ * Checks an option that must be a finite number in `[min, max]` (or `(min, max)` when `open`);
+ * the error says what could not be done, names the option and shows the value received:
+ * "Cannot create an EndpointRegistration as 'jitter' must be a finite number in [0, 1]: current
+ * value is 2".
+ */
 export function requireNumberIn(
+  action: string,
   value: unknown,
   name: string,
   min: number,
@@ -20,7 +45,7 @@ export function requireNumberIn(
     (open ? value <= min || value >= max : value < min || value > max)
   ) {
     const range = open ? `(${min}, ${max})` : `[${min}, ${max}]`;
-    throw new RangeError(`${name} must be a finite number in ${range}`);
+    throw new RangeError(optionMessage(action, name, `a finite number in ${range}`, value));
   }
   return value;
 }

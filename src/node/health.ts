@@ -11,7 +11,7 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointStatusEnvelope } from "../wire/factories.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
-import { deliver, requireNumberIn } from "./_util.ts";
+import { deliver, optionMessage, requireNumberIn } from "./_util.ts";
 
 /** Options of {@linkcode EndpointHealthReporter}. */
 export interface EndpointHealthReporterOptions {
@@ -32,10 +32,34 @@ export interface EndpointHealthReporterOptions {
   readonly pollMs?: number;
   /** Monotonic time and timers (default: `performance.now` and the global timers). */
   readonly clock?: NodeClock;
-  /** The provider's own degradation signal: `degraded` while it returns true. */
+  /**
+   * The provider's own degradation signal: `degraded` while it returns true. A throw counts as
+   * true (and is passed to `onError`).
+   */
   readonly degraded?: () => boolean;
-  /** Extra `details` for each snapshot (a JSON object; default `{}`). */
+  /**
+   * Extra `details` for each snapshot (a JSON object; default `{}`). When it throws or returns a
+   * value that is not valid JSON details (a `NaN`, a cycle, a non-object), the snapshot is sent
+   * as `degraded` with empty details, and the failure goes to `onError`: reporting goes on.
+   */
   readonly details?: () => object;
+  /**
+   * Told when `degraded` or `details` fails, once per run of consecutive failures of that
+   * callback (a callback that keeps failing is not reported on every snapshot). A throw here is
+   * ignored.
+   *
+   * @default {console.error}
+   */
+  readonly onError?: (error: unknown, callback: HealthCallback) => void;
+}
+
+/** A provider callback of {@linkcode EndpointHealthReporter}: `degraded` or `details`. */
+export type HealthCallback = "degraded" | "details";
+
+const CREATE_REPORTER = "create an EndpointHealthReporter";
+
+function defaultHealthError(error: unknown, callback: HealthCallback): void {
+  console.error(`EndpointHealthReporter: the ${callback}() callback failed:`, error);
 }
 
 /** Options of {@linkcode EndpointHealthReporter.stop}. */
@@ -114,6 +138,9 @@ export class EndpointHealthReporter {
   readonly #clock: NodeClock;
   readonly #degraded: (() => boolean) | undefined;
   readonly #details: (() => object) | undefined;
+  readonly #onError: (error: unknown, callback: HealthCallback) => void;
+  /** The callbacks whose last call failed (their next failure is not reported again). */
+  readonly #failing = new Set<HealthCallback>();
   #running = false;
   #shuttingDown = false;
   #lastState: EndpointState | undefined;
@@ -125,26 +152,46 @@ export class EndpointHealthReporter {
   /** Validates the options; nothing is sent before {@linkcode EndpointHealthReporter.start}. */
   constructor(options: EndpointHealthReporterOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointHealthReporter options must be an object");
+      throw new TypeError(optionMessage(CREATE_REPORTER, "options", "an object", options));
     }
     if (!(options.handler instanceof ToolEndpointHandler)) {
-      throw new TypeError("handler must be a ToolEndpointHandler");
+      throw new TypeError(
+        optionMessage(CREATE_REPORTER, "handler", "a ToolEndpointHandler", options.handler),
+      );
     }
-    if (typeof options.send !== "function") throw new TypeError("send must be a function");
+    if (typeof options.send !== "function") {
+      throw new TypeError(optionMessage(CREATE_REPORTER, "send", "a function", options.send));
+    }
     const instance = options.endpointInstanceId ?? options.handler.endpointInstanceId;
     if (typeof instance !== "string" || isBlankInstanceId(instance)) {
-      throw new TypeError("endpointInstanceId must be a non-empty string");
+      throw new TypeError(
+        optionMessage(CREATE_REPORTER, "endpointInstanceId", "a non-empty string", instance),
+      );
     }
     this.#handler = options.handler;
     this.#send = options.send;
     this.#instance = instance;
-    this.#periodMs = requireNumberIn(options.periodMs ?? 5000, "periodMs", 0, Infinity, true);
+    this.#periodMs = requireNumberIn(
+      CREATE_REPORTER,
+      options.periodMs ?? 5000,
+      "periodMs",
+      0,
+      Infinity,
+      true,
+    );
     this.#pollMs = options.pollMs === undefined
       ? undefined
-      : requireNumberIn(options.pollMs, "pollMs", 0, Infinity, true);
+      : requireNumberIn(CREATE_REPORTER, options.pollMs, "pollMs", 0, Infinity, true);
     this.#clock = options.clock ?? SYSTEM_CLOCK;
+    for (const name of ["degraded", "details", "onError"] as const) {
+      const value: unknown = options[name];
+      if (value !== undefined && typeof value !== "function") {
+        throw new TypeError(optionMessage(CREATE_REPORTER, name, "a function", value));
+      }
+    }
     this.#degraded = options.degraded;
     this.#details = options.details;
+    this.#onError = options.onError ?? defaultHealthError;
   }
 
   /** The state of the last snapshot sent, or `undefined` before the first. */
@@ -167,22 +214,68 @@ export class EndpointHealthReporter {
     return this.#running;
   }
 
-  /** The current snapshot, computed from the handler now (nothing is sent). */
+  /**
+   * The current snapshot, computed from the handler now (nothing is sent). Never throws for a
+   * failing `degraded` or `details` callback: see {@linkcode EndpointHealthReporterOptions}.
+   */
   snapshot(): EndpointStatus {
-    let degraded = false;
-    if (this.#degraded !== undefined) {
+    let degraded = this.#providerDegraded();
+    const endpointId = this.#handler.descriptor.endpointId;
+    const activeInvocations = this.#handler.state.activeInvocations;
+    if (this.#details !== undefined) {
       try {
-        degraded = this.#degraded() === true;
-      } catch {
+        const status = new EndpointStatus({
+          endpointId,
+          state: this.#state(degraded),
+          activeInvocations,
+          details: this.#details() ?? {},
+        });
+        this.#succeeded("details");
+        return status;
+      } catch (error) {
+        this.#failed("details", error);
         degraded = true;
       }
     }
-    return new EndpointStatus({
-      endpointId: this.#handler.descriptor.endpointId,
-      state: endpointStateOf(this.#handler, { shuttingDown: this.#shuttingDown, degraded }),
-      activeInvocations: this.#handler.state.activeInvocations,
-      details: this.#details?.() ?? {},
-    });
+    return new EndpointStatus({ endpointId, state: this.#state(degraded), activeInvocations });
+  }
+
+  /**
+   * The state a snapshot would carry now, without calling `details`: a `details` callback whose
+   * last call failed keeps the state `degraded` until a snapshot calls it successfully.
+   */
+  #currentState(): EndpointState {
+    return this.#state(this.#providerDegraded() || this.#failing.has("details"));
+  }
+
+  #state(degraded: boolean): EndpointState {
+    return endpointStateOf(this.#handler, { shuttingDown: this.#shuttingDown, degraded });
+  }
+
+  #providerDegraded(): boolean {
+    if (this.#degraded === undefined) return false;
+    try {
+      const degraded = this.#degraded() === true;
+      this.#succeeded("degraded");
+      return degraded;
+    } catch (error) {
+      this.#failed("degraded", error);
+      return true;
+    }
+  }
+
+  #succeeded(callback: HealthCallback): void {
+    this.#failing.delete(callback);
+  }
+
+  #failed(callback: HealthCallback, error: unknown): void {
+    if (this.#failing.has(callback)) return;
+    this.#failing.add(callback);
+    try {
+      this.#onError(error, callback);
+    } catch {
+      // A failing error hook must not stop the reporting either.
+    }
   }
 
   /** Sends a snapshot now and starts the period (and the poll, when configured). */
@@ -209,7 +302,7 @@ export class EndpointHealthReporter {
    * sent one. Cheap: call it after every dispatched message or published response.
    */
   check(): boolean {
-    if (this.snapshot().state === this.#lastState) return false;
+    if (this.#currentState() === this.#lastState) return false;
     this.report();
     return true;
   }

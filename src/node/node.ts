@@ -11,6 +11,9 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { EndpointHealthReporter, type EndpointHealthReporterOptions } from "./health.ts";
 import { EndpointRegistration, type EndpointRegistrationOptions } from "./registration.ts";
+import { optionMessage } from "./_util.ts";
+
+const CREATE_LIFECYCLE = "create an EndpointNodeLifecycle";
 
 /**
  * A new `endpoint_instance_id` for this process start: `"<prefix>-<random UUID>"` (default prefix
@@ -126,17 +129,23 @@ export class EndpointNodeLifecycle {
   readonly #unregisterTimeoutMs: number | undefined;
   readonly #closeTransport: (() => void | Promise<void>) | undefined;
   #phase: EndpointNodePhase = "created";
+  /** Ends the handler's permit notifications; dropped at the first one after the node stopped. */
+  #unwatch: (() => void) | undefined;
   #shutdown: Promise<EndpointRegistryResponse | undefined> | undefined;
 
   /** Builds both loops; nothing is sent before {@linkcode EndpointNodeLifecycle.start}. */
   constructor(options: EndpointNodeLifecycleOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointNodeLifecycle options must be an object");
+      throw new TypeError(optionMessage(CREATE_LIFECYCLE, "options", "an object", options));
     }
     if (!(options.handler instanceof ToolEndpointHandler)) {
-      throw new TypeError("handler must be a ToolEndpointHandler");
+      throw new TypeError(
+        optionMessage(CREATE_LIFECYCLE, "handler", "a ToolEndpointHandler", options.handler),
+      );
     }
-    if (typeof options.send !== "function") throw new TypeError("send must be a function");
+    if (typeof options.send !== "function") {
+      throw new TypeError(optionMessage(CREATE_LIFECYCLE, "send", "a function", options.send));
+    }
     const clock = options.clock ?? SYSTEM_CLOCK;
     this.#handler = options.handler;
     this.registration = new EndpointRegistration({
@@ -168,12 +177,18 @@ export class EndpointNodeLifecycle {
     return this.#handler;
   }
 
-  /** Starts registration (sends `endpoint.register`) and health reporting (sends a snapshot). */
+  /**
+   * Starts registration (sends `endpoint.register`) and health reporting (sends a snapshot).
+   * From then on every Action/Session permit taken or released in the handler is checked
+   * ({@linkcode ToolEndpointHandler.watchState}), so `busy` and `ready` are reported when they
+   * happen; Query calls are checked by the transport ({@linkcode EndpointNodeLifecycle.check}).
+   */
   start(): void {
     if (this.#phase !== "created") return;
     this.#phase = "running";
     this.registration.start();
     this.health.start();
+    this.#unwatch = this.#handler.watchState(() => this.check());
   }
 
   /**
@@ -184,11 +199,18 @@ export class EndpointNodeLifecycle {
     return this.registration.receive(envelope);
   }
 
-  /** Sends a health snapshot if the state changed; call it after each dispatched message. */
+  /**
+   * Sends a health snapshot if the state changed; call it when a request was dispatched and when
+   * it was answered (a Query is admitted and released there). O(operations); sends nothing when
+   * the state is unchanged.
+   */
   check(): boolean {
-    return this.#phase === "running" || this.#phase === "shutting_down"
-      ? this.health.check()
-      : false;
+    if (this.#phase === "running" || this.#phase === "shutting_down") return this.health.check();
+    if (this.#phase === "stopped") {
+      this.#unwatch?.();
+      this.#unwatch = undefined;
+    }
+    return false;
   }
 
   /**

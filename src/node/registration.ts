@@ -15,7 +15,7 @@ import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeRegistrationEnvelope, makeUnregisterEnvelope } from "../wire/factories.ts";
 import { endpointRegistryResponseFromPayload } from "../wire/messages.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
-import { deliver, jittered, requireNumberIn } from "./_util.ts";
+import { deliver, jittered, optionMessage, requireNumberIn } from "./_util.ts";
 
 /**
  * Where the registration loop is:
@@ -76,7 +76,12 @@ export interface EndpointRegistrationOptions {
    * attempt without one is lost. Also bounds the wait for the unregister response in `stop()`.
    */
   readonly responseTimeoutMs?: number;
-  /** Makes the `request_id` of each exchange (default `"<operation>-<n>"`, n counting from 1). */
+  /**
+   * Makes the `request_id` of each exchange. The id is what makes a response acceptable, so it
+   * must be unguessable by anything that can write to the node's input: the default is
+   * `"<operation>-<random UUID>"` (`crypto.randomUUID()`); a counter would let a forged
+   * `endpoint.registry.response` be accepted.
+   */
   readonly requestId?: (operation: "register" | "unregister") => string;
   /** Called on every state transition. */
   readonly onStateChange?: (
@@ -111,7 +116,9 @@ interface Pending {
  *   with `validateManagementResponseCorrelation`; one that does not correlate (another request,
  *   endpoint or instance, the wrong operation, a late answer to an abandoned attempt, a malformed
  *   payload) is ignored and counted in {@linkcode EndpointRegistration.uncorrelatedResponses}.
- * - Each exchange has a fresh `request_id`; the Registry never deduplicates on it (8.5).
+ * - Each exchange has a fresh, unguessable `request_id` (a random UUID): only the exact id of the
+ *   outstanding request correlates, so a response forged by whatever can write to the node's
+ *   input is ignored. The Registry never deduplicates on it (8.5).
  *
  * All timing goes through the injected clock, so the loop is deterministic under a fake one.
  *
@@ -162,7 +169,6 @@ export class EndpointRegistration {
   #pending: Pending | undefined;
   #timer: { handle: unknown } | undefined;
   #failures = 0;
-  #counter = 0;
   #revision: number | undefined;
   #leaseTtlMs: number | undefined;
   #lastError: ToolError | Error | undefined;
@@ -173,35 +179,78 @@ export class EndpointRegistration {
   /** Validates the options; nothing is sent before {@linkcode EndpointRegistration.start}. */
   constructor(options: EndpointRegistrationOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointRegistration options must be an object");
+      throw new TypeError(optionMessage(CREATE_REGISTRATION, "options", "an object", options));
     }
     if (!(options.descriptor instanceof ToolEndpointDescriptor)) {
-      throw new TypeError("descriptor must be a ToolEndpointDescriptor");
+      throw new TypeError(
+        optionMessage(
+          CREATE_REGISTRATION,
+          "descriptor",
+          "a ToolEndpointDescriptor",
+          options.descriptor,
+        ),
+      );
     }
     if (
       typeof options.endpointInstanceId !== "string" ||
       isBlankInstanceId(options.endpointInstanceId)
     ) {
-      throw new TypeError("endpointInstanceId must be a non-empty string");
+      throw new TypeError(
+        optionMessage(
+          CREATE_REGISTRATION,
+          "endpointInstanceId",
+          "a non-empty string",
+          options.endpointInstanceId,
+        ),
+      );
     }
-    if (typeof options.send !== "function") throw new TypeError("send must be a function");
+    if (typeof options.send !== "function") {
+      throw new TypeError(optionMessage(CREATE_REGISTRATION, "send", "a function", options.send));
+    }
     const renewFraction = requireNumberIn(
+      CREATE_REGISTRATION,
       options.renewFraction ?? 0.5,
       "renewFraction",
       0,
       1,
       true,
     );
-    const jitter = requireNumberIn(options.jitter ?? 0.1, "jitter", 0, 1);
-    if (jitter >= 1) throw new RangeError("jitter must be a finite number in [0, 1)");
+    const jitter = requireNumberIn(CREATE_REGISTRATION, options.jitter ?? 0.1, "jitter", 0, 1);
+    if (jitter >= 1) {
+      throw new RangeError(
+        optionMessage(CREATE_REGISTRATION, "jitter", "a finite number in [0, 1)", jitter),
+      );
+    }
     if (renewFraction * (1 + jitter) >= 1) {
-      throw new RangeError("renewFraction × (1 + jitter) must stay below 1");
+      throw new RangeError(
+        `Cannot ${CREATE_REGISTRATION} as 'renewFraction' × (1 + 'jitter') must stay below 1: ` +
+          `current values are ${renewFraction} and ${jitter}`,
+      );
     }
     const backoff = options.backoff ?? {};
-    const initialMs = requireNumberIn(backoff.initialMs ?? 1000, "backoff.initialMs", 0, Infinity);
-    const maxMs = requireNumberIn(backoff.maxMs ?? 30_000, "backoff.maxMs", initialMs, Infinity);
-    const factor = requireNumberIn(backoff.factor ?? 2, "backoff.factor", 1, Infinity);
+    const initialMs = requireNumberIn(
+      CREATE_REGISTRATION,
+      backoff.initialMs ?? 1000,
+      "backoff.initialMs",
+      0,
+      Infinity,
+    );
+    const maxMs = requireNumberIn(
+      CREATE_REGISTRATION,
+      backoff.maxMs ?? 30_000,
+      "backoff.maxMs",
+      initialMs,
+      Infinity,
+    );
+    const factor = requireNumberIn(
+      CREATE_REGISTRATION,
+      backoff.factor ?? 2,
+      "backoff.factor",
+      1,
+      Infinity,
+    );
     const responseTimeoutMs = requireNumberIn(
+      CREATE_REGISTRATION,
       options.responseTimeoutMs ?? 5000,
       "responseTimeoutMs",
       0,
@@ -219,8 +268,7 @@ export class EndpointRegistration {
     this.#maxMs = maxMs;
     this.#factor = factor;
     this.#responseTimeoutMs = responseTimeoutMs;
-    this.#requestId = options.requestId ??
-      ((operation) => `${operation}-${++this.#counter}`);
+    this.#requestId = options.requestId ?? unguessableRequestId;
     this.#onStateChange = options.onStateChange;
     // Build one registration now: an unregistrable descriptor fails at construction.
     makeRegistrationEnvelope(this.#descriptor, {
@@ -337,6 +385,7 @@ export class EndpointRegistration {
   stop(options: RegistrationStopOptions = {}): Promise<EndpointRegistryResponse | undefined> {
     if (this.#stopping !== undefined) return this.#stopping;
     const timeoutMs = requireNumberIn(
+      "stop the registration loop",
       options.timeoutMs ?? this.#responseTimeoutMs,
       "timeoutMs",
       0,
@@ -425,6 +474,13 @@ export class EndpointRegistration {
     this.#state = state;
     this.#onStateChange?.(state, previous);
   }
+}
+
+const CREATE_REGISTRATION = "create an EndpointRegistration";
+
+/** The default `request_id`: the operation and a random UUID, never predictable. */
+function unguessableRequestId(operation: "register" | "unregister"): string {
+  return `${operation}-${crypto.randomUUID()}`;
 }
 
 function asError(error: unknown): Error {

@@ -59,6 +59,9 @@ import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointRegistryResponseEnvelope } from "../wire/factories.ts";
 import { endpointDescriptorFromPayload, endpointDescriptorToPayload } from "../wire/messages.ts";
 import { type MonotonicClock, SYSTEM_CLOCK } from "./clock.ts";
+import { optionMessage } from "./_util.ts";
+
+const CREATE_REGISTRY = "create an EndpointRegistry";
 
 /** The Registry's rejection codes (the `code` of the `ToolError` of a rejected response). */
 export interface EndpointRegistryErrorCodeTable {
@@ -151,8 +154,26 @@ export interface EndpointRegistryOptions {
   readonly leaseTtlMs?: number;
   /** The trusted monotonic receive clock (default `performance.now`). */
   readonly clock?: MonotonicClock;
-  /** Called after every state change, with the revision after it. */
+  /**
+   * Called after every state change, with the revision after it. The change is applied (and the
+   * request answered) whatever the listener does: a throw is passed to `onListenerError`.
+   */
   readonly onChange?: (change: EndpointRegistryChange) => void;
+  /**
+   * Told when `onChange` throws, with the error and the change it was given; the Registry's
+   * state and answer are unaffected. A throw here is ignored.
+   *
+   * @default {console.error}
+   */
+  readonly onListenerError?: (error: unknown, change: EndpointRegistryChange) => void;
+}
+
+function defaultListenerError(error: unknown, change: EndpointRegistryChange): void {
+  console.error(
+    `EndpointRegistry onChange failed for ${change.kind} of ${change.record.endpointId} ` +
+      `(instance ${change.record.endpointInstanceId}, revision ${change.revision}):`,
+    error,
+  );
 }
 
 function rejection(code: string, message: string): ToolError {
@@ -238,17 +259,25 @@ export class EndpointRegistry {
   readonly #leaseTtlMs: number;
   readonly #clock: MonotonicClock;
   readonly #onChange: ((change: EndpointRegistryChange) => void) | undefined;
+  readonly #onListenerError: (error: unknown, change: EndpointRegistryChange) => void;
   readonly #records = new Map<string, EndpointRegistryRecord>();
   #revision = 0;
 
   /** Checks the route table (non-empty IDs, one route per endpoint) and the lease. */
   constructor(options: EndpointRegistryOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("EndpointRegistry options must be an object");
+      throw new TypeError(optionMessage(CREATE_REGISTRY, "options", "an object", options));
     }
     const source: unknown = options.routes;
     if (source === null || typeof source !== "object") {
-      throw new TypeError("routes must be a record or a Map of route ID to endpoint ID");
+      throw new TypeError(
+        optionMessage(
+          CREATE_REGISTRY,
+          "routes",
+          "a record or a Map of route ID to endpoint ID",
+          source,
+        ),
+      );
     }
     const entries = source instanceof Map
       ? [...(source as Map<unknown, unknown>)]
@@ -257,27 +286,58 @@ export class EndpointRegistry {
     const endpoints = new Set<string>();
     for (const [routeId, endpointId] of entries) {
       if (typeof routeId !== "string" || isBlank(routeId)) {
-        throw new TypeError("route IDs must be non-empty strings");
+        throw new TypeError(
+          optionMessage(CREATE_REGISTRY, "routes", "keyed by non-empty route IDs", routeId),
+        );
       }
       if (typeof endpointId !== "string" || isBlank(endpointId)) {
-        throw new TypeError(`route '${routeId}' must authorize a non-empty endpoint ID`);
+        throw new TypeError(
+          optionMessage(
+            CREATE_REGISTRY,
+            `routes.${routeId}`,
+            "a non-empty endpoint ID",
+            endpointId,
+          ),
+        );
       }
       if (endpoints.has(endpointId)) {
-        throw new RangeError(`endpoint '${endpointId}' is configured on more than one route`);
+        throw new RangeError(
+          optionMessage(
+            CREATE_REGISTRY,
+            "routes",
+            `one route per endpoint ('${endpointId}' is configured on more than one route)`,
+            routeId,
+          ),
+        );
       }
       endpoints.add(endpointId);
       routes.set(routeId, endpointId);
     }
     const leaseTtlMs: unknown = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     if (!Number.isSafeInteger(leaseTtlMs) || (leaseTtlMs as number) < 1) {
-      throw new RangeError("leaseTtlMs must be an integer in [1, 2^53 - 1]");
+      throw new RangeError(
+        optionMessage(CREATE_REGISTRY, "leaseTtlMs", "an integer in [1, 2^53 - 1]", leaseTtlMs),
+      );
     }
     const clock = options.clock ?? SYSTEM_CLOCK;
-    if (typeof clock?.now !== "function") throw new TypeError("clock must have now()");
+    if (typeof clock?.now !== "function") {
+      throw new TypeError(optionMessage(CREATE_REGISTRY, "clock", "an object with now()", clock));
+    }
     this.#routes = routes;
     this.#leaseTtlMs = leaseTtlMs as number;
     this.#clock = clock;
+    if (options.onChange !== undefined && typeof options.onChange !== "function") {
+      throw new TypeError(
+        optionMessage(CREATE_REGISTRY, "onChange", "a function", options.onChange),
+      );
+    }
+    if (options.onListenerError !== undefined && typeof options.onListenerError !== "function") {
+      throw new TypeError(
+        optionMessage(CREATE_REGISTRY, "onListenerError", "a function", options.onListenerError),
+      );
+    }
     this.#onChange = options.onChange;
+    this.#onListenerError = options.onListenerError ?? defaultListenerError;
   }
 
   /** The process-local availability revision (after applying expiry). Starts at 0. */
@@ -329,7 +389,7 @@ export class EndpointRegistry {
         this.#records.delete(endpointId);
         this.#revision += 1;
         expired.push(record);
-        this.#onChange?.({ kind: "expired", record, revision: this.#revision });
+        this.#notify({ kind: "expired", record, revision: this.#revision });
       }
     }
     return Object.freeze(expired);
@@ -362,6 +422,23 @@ export class EndpointRegistry {
       ? this.#register(request, routeId, routeEndpoint)
       : this.#unregister(request, routeEndpoint);
     return makeEndpointRegistryResponseEnvelope(response, request);
+  }
+
+  /**
+   * Tells the listener about an applied change. Its failure never leaves the Registry: the state
+   * is already consistent, and the caller still gets its answer or read.
+   */
+  #notify(change: EndpointRegistryChange): void {
+    if (this.#onChange === undefined) return;
+    try {
+      this.#onChange(change);
+    } catch (error) {
+      try {
+        this.#onListenerError(error, change);
+      } catch {
+        // A failing error hook must not undo what the Registry decided either.
+      }
+    }
   }
 
   #reject(operation: "register" | "unregister", error: ToolError): EndpointRegistryResponse {
@@ -436,7 +513,7 @@ export class EndpointRegistry {
       });
       this.#records.set(routeEndpoint, record);
       this.#revision += 1;
-      this.#onChange?.(
+      this.#notify(
         current === undefined
           ? { kind: "registered", record, revision: this.#revision }
           : { kind: "replaced", record, previous: current, revision: this.#revision },
@@ -479,7 +556,7 @@ export class EndpointRegistry {
       }
       this.#records.delete(routeEndpoint);
       this.#revision += 1;
-      this.#onChange?.({ kind: "unregistered", record: current, revision: this.#revision });
+      this.#notify({ kind: "unregistered", record: current, revision: this.#revision });
     }
     return new EndpointRegistryResponse({
       operation: "unregister",

@@ -11,6 +11,7 @@ import {
   runTarget,
   type TargetReport,
 } from "./_common.ts";
+import * as afterStop from "./after_stop.ts";
 import * as carrier from "./carrier.ts";
 import * as chaos from "./chaos.ts";
 import * as dispatch from "./dispatch.ts";
@@ -38,6 +39,7 @@ export const SUITES: readonly Suite[] = [
   { name: "security", weight: 0.1, targets: security.targets, checks: security.BOUNDARY_CHECKS },
   { name: "chaos", weight: 0.25, targets: chaos.targets },
   { name: "ffi", weight: 0.03, targets: ffi.targets },
+  { name: "after-stop", weight: 0.05, targets: afterStop.targets },
 ];
 
 /** The pseudo target of the boundary checks: its input names the check. */
