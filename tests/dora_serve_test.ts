@@ -241,6 +241,8 @@ Deno.test("serveToolEndpoint counts events in stats.responses and their failed s
   const logged: string[] = [];
   const node = serveToolEndpoint(actionHandler, {
     transport: flow.transport,
+    // The execution never ends by itself: at shutdown it converges to unknown after the grace.
+    graceMs: 20,
     logger: (level, message) => void logged.push(`${level} ${message}`),
   });
   const context = new ToolContext({
@@ -267,7 +269,8 @@ Deno.test("serveToolEndpoint counts events in stats.responses and their failed s
   await flow.stop();
   const stats = await node;
   assertEquals(types, ["tool.invoke.response", "tool.event"]);
-  // The response and the last two events went out; the failed event was counted and logged.
-  assertEquals([stats.responses, stats.sendFailures], [3, 1]);
+  // The response, the last two events and the shutdown's terminal event went out; the failed
+  // event was counted and logged.
+  assertEquals([stats.responses, stats.sendFailures], [4, 1]);
   assert(logged.some((line) => line.startsWith("error publishing") && line.includes("link down")));
 });

@@ -309,13 +309,25 @@ export class DoraToolEndpointBinding {
   }
 
   #response<T>(codec: OutputCodec<T>, response: ToolEnvelope, request: ToolEnvelope): T {
+    return this.#encodeResponse(codec, response, request).message;
+  }
+
+  /** Encodes a response, or its correlated fallback (`fallback: true`) when it cannot be. */
+  #encodeResponse<T>(
+    codec: OutputCodec<T>,
+    response: ToolEnvelope,
+    request: ToolEnvelope,
+  ): { readonly message: T; readonly fallback: boolean } {
     try {
-      return codec.encode(response, { maxMessageBytes: this.#maxMessageBytes });
+      return {
+        message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }),
+        fallback: false,
+      };
     } catch (error) {
       const fallback = error instanceof ToolProtocolError
         ? correlatedProtocolError(error, request, this.#maxMessageBytes)
         : correlatedInternalError(request);
-      return this.#fallback(codec, fallback, request, error);
+      return { message: this.#fallback(codec, fallback, request, error), fallback: true };
     }
   }
 
@@ -570,19 +582,30 @@ export class DoraToolEndpointBinding {
     }
 
     const release = await publishLock.acquire();
+    // Closes the gate for good: the caller never learned of an acceptance, so the execution is
+    // abandoned (aborted, converged, no events) before any waiting event is let through.
+    const undelivered = (failure: unknown) => {
+      publishFailed = true;
+      publishFailure = failure;
+      this.#handler.abandonInvoke(request);
+      gateOpen = true;
+      gate.resolve();
+    };
     try {
-      const response = this.#response(codec, messages[0], request);
-      await sink!(response);
+      const response = this.#encodeResponse(codec, messages[0], request);
+      if (response.fallback) {
+        // The caller gets a correlated tool.error, not the acceptance: the execution must not
+        // keep running behind it, and none of its events may follow the error.
+        undelivered(new Error("the invoke response could not be encoded; a tool.error was sent"));
+        await sink!(response.message);
+        return [];
+      }
+      await sink!(response.message);
       gateOpen = true;
       gate.resolve();
       for (let i = 1; i < messages.length; i++) await sink!(this.#event(codec, messages[i]));
     } catch (error) {
-      if (!gateOpen) {
-        publishFailed = true;
-        publishFailure = error;
-        gateOpen = true;
-        gate.resolve();
-      }
+      if (!gateOpen) undelivered(error);
       throw error;
     } finally {
       release();

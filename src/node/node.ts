@@ -68,11 +68,14 @@ export interface EndpointNodeLifecycleOptions {
  *
  * {@linkcode EndpointNodeLifecycle.shutdown} keeps this order:
  *
- * 1. stop admitting: `handler.close({ graceMs })` starts (new invokes are refused at once) and an
- *    `unavailable` snapshot goes out;
- * 2. settle: `handler.close` waits up to `graceMs` for in-flight work (the lease keeps being
- *    renewed meanwhile, so retained results stay reachable);
- * 3. a final `unavailable` snapshot, then health reporting stops;
+ * 1. stop admitting: `handler.close({ graceMs })` starts (new invokes are refused at once) and
+ *    aborts the signal of every running execution;
+ * 2. settle: `handler.close` waits up to `graceMs` until every admitted Action and Session reached
+ *    a terminal state and its terminal event was published (what did not converges to `unknown`
+ *    and gets its terminal event then; see {@linkcode ToolEndpointHandler.close}); the lease
+ *    keeps being renewed meanwhile, so the executions' results stay reachable;
+ * 3. one `unavailable` snapshot (none when the last one sent already said so), then health
+ *    reporting stops;
  * 4. `endpoint.unregister`, waiting up to `unregisterTimeoutMs` for its response;
  * 5. `closeTransport()`.
  *
@@ -189,8 +192,9 @@ export class EndpointNodeLifecycle {
   }
 
   /**
-   * Shuts down gracefully in the documented order (stop admitting, settle in-flight work, final
-   * `unavailable` snapshot, unregister, close the transport). Resolves with the unregister
+   * Shuts down gracefully in the documented order (stop admitting, let every admitted execution
+   * end and publish its terminal event, one `unavailable` snapshot, unregister, close the
+   * transport). Resolves with the unregister
    * response, or `undefined` when none arrived. Calling it again returns the same promise.
    */
   shutdown(): Promise<EndpointRegistryResponse | undefined> {
@@ -203,12 +207,10 @@ export class EndpointNodeLifecycle {
     this.#phase = "shutting_down";
     let response: EndpointRegistryResponse | undefined;
     try {
-      const settling = this.#handler.close(
-        this.#graceMs === undefined ? {} : { graceMs: this.#graceMs },
-      );
+      await this.#handler.close(this.#graceMs === undefined ? {} : { graceMs: this.#graceMs });
+      // Reported once every execution's terminal event is out, and only once.
       if (started) this.health.shuttingDown();
-      await settling;
-      this.health.stop({ final: started });
+      this.health.stop();
       response = await this.registration.stop(
         this.#unregisterTimeoutMs === undefined ? {} : { timeoutMs: this.#unregisterTimeoutMs },
       );
