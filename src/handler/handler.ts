@@ -121,6 +121,8 @@ interface ExecutionRecord {
   readonly key: ToolExecutionKey;
   readonly operation: string;
   readonly invoked: boolean;
+  /** The `request_id` of the invoke that admitted the execution (invoked records only). */
+  readonly admittedBy: string | undefined;
   permitHeld: boolean;
   outcome: InvokeResponse | undefined;
   ready: PromiseWithResolvers<void> | undefined;
@@ -599,8 +601,8 @@ export class ToolEndpointHandler {
    * Tells the handler that its answer to an Action or Session invoke could not be delivered:
    * the response could not be encoded within the message limit (the caller got a correlated
    * `tool.error` instead) or its publication failed. An execution the caller never learned was
-   * accepted must not keep running unseen, so when `request` names one whose acceptance is its
-   * outcome:
+   * accepted must not keep running unseen, so when `request` is the invoke that admitted an
+   * execution (same key and `request_id`) whose acceptance is its outcome:
    *
    * - its provider's signal aborts (reason: an `AbortError` naming the undelivered response);
    * - unless a terminal result was already established (it is immutable and stays), its status
@@ -613,7 +615,9 @@ export class ToolEndpointHandler {
    *
    * Returns true when it ended such an execution; false (and changes nothing) for any other
    * request: a Query, an invoke answered with a terminal result or a rejection, an execution
-   * already abandoned, or an unknown key. The failure itself is the caller's to report.
+   * already abandoned, an unknown key, or a duplicate invoke (another `request_id`: the
+   * acceptance it replays reached the caller that started the execution). The failure itself
+   * is the caller's to report.
    *
    * @example
    * ```ts
@@ -698,7 +702,8 @@ export class ToolEndpointHandler {
     const record = this.#ledger.get(key.id);
     if (
       record === undefined || record.operation !== operation.name || !record.invoked ||
-      !(record.outcome instanceof ToolAccepted) || record.emitter === undefined
+      record.admittedBy !== request.requestId || !(record.outcome instanceof ToolAccepted) ||
+      record.emitter === undefined
     ) return false;
     record.abort?.abort(
       new DOMException("the invoke response could not be published", "AbortError"),
@@ -879,6 +884,7 @@ export class ToolEndpointHandler {
       key,
       operation: operation.name,
       invoked: true,
+      admittedBy: request.requestId,
       permitHeld: true,
       outcome: undefined,
       ready: Promise.withResolvers<void>(),
@@ -1124,6 +1130,7 @@ export class ToolEndpointHandler {
       key,
       operation,
       invoked: false,
+      admittedBy: undefined,
       permitHeld: false,
       outcome: undefined,
       ready: undefined,
