@@ -44,24 +44,36 @@ export class LongRunning {
   readonly #onAbort: OnAbort;
   readonly #endDelayMs: number;
   readonly #acceptedDetails: Record<string, unknown>;
+  readonly #earlyEvents: number;
 
   constructor(
     semantics: "action" | "session",
     onAbort: OnAbort,
-    options: { endDelayMs?: number; acceptedDetails?: Record<string, unknown> } = {},
+    options: {
+      /** How long after the abort the execution ends (`"end"`; default 10 ms). */
+      endDelayMs?: number;
+      /** The details of every acceptance (default `{}`). */
+      acceptedDetails?: Record<string, unknown>;
+      /** `progress` events emitted during start(), before the acceptance (default 0). */
+      earlyEvents?: number;
+    } = {},
   ) {
     this.#semantics = semantics;
     this.#onAbort = onAbort;
     this.#endDelayMs = options.endDelayMs ?? 10;
     this.#acceptedDetails = options.acceptedDetails ?? {};
+    this.#earlyEvents = options.earlyEvents ?? 0;
   }
 
-  start(
+  async start(
     _request: ToolRequest,
     context: ToolContext,
     events: ToolEventEmitter,
     { signal }: ToolCallOptions,
-  ): ToolAccepted {
+  ): Promise<ToolAccepted> {
+    for (let step = 0; step < this.#earlyEvents; step++) {
+      await events.emit(new ToolEvent({ type: "progress", data: { step } }));
+    }
     const running: Running = { context, events, signal };
     this.executions.set(context.executionKey.id, running);
     if (this.#onAbort === "end") {
