@@ -247,19 +247,25 @@ Deno.test("an acceptance too large for the message limit: tool.error, and the ex
   );
   assertEquals(published.map((envelope) => envelope.messageType), ["tool.error"]);
   assertEquals(errorFromPayload(published[0].payload).code, "FORGE_PROTOCOL_MESSAGE_TOO_LARGE");
-  assertEquals(reported.length, 0);
+  // The abandoned execution is reported, with the encoding failure as its cause.
+  assertEquals(reported.length, 1);
+  assertInstanceOf(reported[0], Error);
+  assert(reported[0].message.includes("converged to unknown"), reported[0].message);
+  assertInstanceOf(reported[0].cause, ToolProtocolError);
   await assertAbandoned(handler, binding, provider, published);
 });
 
 Deno.test("an acceptance the transport fails to send: the execution is abandoned", async () => {
   const provider = new LongRunning("action", "ignore", { earlyEvents: 2 });
-  const { handler, binding, published } = bindingFor(provider, { failResponse: true });
+  const { handler, binding, published, reported } = bindingFor(provider, { failResponse: true });
   await assertRejects(
     () => binding.dispatchInput(toolEnvelopeToMessage(requests("move", "inv-1").invoke())),
     Error,
     "link down",
   );
   assertEquals(published, []);
+  assertEquals(reported.length, 1);
+  assertEquals(((reported[0] as Error).cause as Error).message, "link down");
   await assertAbandonedAfterFailedSend(handler, provider);
 });
 

@@ -317,17 +317,14 @@ export class DoraToolEndpointBinding {
     codec: OutputCodec<T>,
     response: ToolEnvelope,
     request: ToolEnvelope,
-  ): { readonly message: T; readonly fallback: boolean } {
+  ): { readonly message: T; readonly failure?: unknown } {
     try {
-      return {
-        message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }),
-        fallback: false,
-      };
+      return { message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }) };
     } catch (error) {
       const fallback = error instanceof ToolProtocolError
         ? correlatedProtocolError(error, request, this.#maxMessageBytes)
         : correlatedInternalError(request);
-      return { message: this.#fallback(codec, fallback, request, error), fallback: true };
+      return { message: this.#fallback(codec, fallback, request, error), failure: error };
     }
   }
 
@@ -453,6 +450,13 @@ export class DoraToolEndpointBinding {
    * published, waiting and later events fail with an `Error` whose `cause` is the failure; an
    * event that cannot be encoded or published is raised to the provider from `emit()` (late) or
    * from this method after the response was published (early).
+   *
+   * An acceptance that does not reach the caller (it cannot be encoded within the limit, so a
+   * correlated `tool.error` goes out instead, or the sink fails to publish it) does not leave its
+   * execution running unseen: the binding calls {@linkcode ToolEndpointHandler.abandonInvoke}
+   * (the provider's signal aborts, the outcome converges to `unknown` for a retry, a status or a
+   * result to read, the permit is released), publishes none of its events (later emits fail with
+   * `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`), and reports it through `onError`.
    */
   async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
     return await this.#dispatchDecoded(this.#arrow, this.#requestFromArrow(value));
@@ -587,16 +591,25 @@ export class DoraToolEndpointBinding {
     const undelivered = (failure: unknown) => {
       publishFailed = true;
       publishFailure = failure;
-      this.#handler.abandonInvoke(request);
+      if (this.#handler.abandonInvoke(request)) {
+        this.#report(
+          new Error(
+            "the acceptance did not reach the caller: the execution was aborted and its outcome " +
+              "converged to unknown",
+            { cause: failure },
+          ),
+          request,
+        );
+      }
       gateOpen = true;
       gate.resolve();
     };
     try {
       const response = this.#encodeResponse(codec, messages[0], request);
-      if (response.fallback) {
+      if ("failure" in response) {
         // The caller gets a correlated tool.error, not the acceptance: the execution must not
         // keep running behind it, and none of its events may follow the error.
-        undelivered(new Error("the invoke response could not be encoded; a tool.error was sent"));
+        undelivered(response.failure);
         await sink!(response.message);
         return [];
       }
