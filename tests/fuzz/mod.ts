@@ -16,6 +16,7 @@ import * as chaos from "./chaos.ts";
 import * as dispatch from "./dispatch.ts";
 import * as ffi from "./ffi.ts";
 import * as security from "./security.ts";
+import * as shutdown from "./shutdown.ts";
 import * as wire from "./wire.ts";
 
 export type { Budget, Counterexample, TargetReport } from "./_common.ts";
@@ -38,6 +39,7 @@ export const SUITES: readonly Suite[] = [
   { name: "security", weight: 0.1, targets: security.targets, checks: security.BOUNDARY_CHECKS },
   { name: "chaos", weight: 0.25, targets: chaos.targets },
   { name: "ffi", weight: 0.03, targets: ffi.targets },
+  { name: "shutdown", weight: 0.1, targets: shutdown.targets },
 ];
 
 /** The pseudo target of the boundary checks: its input names the check. */
