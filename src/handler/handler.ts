@@ -91,7 +91,12 @@ export interface DispatchOptions {
 
 /** Options of {@linkcode ToolEndpointHandler.close}. */
 export interface CloseOptions {
-  /** How long to wait for in-flight provider calls to settle, in milliseconds (default 5000). */
+  /**
+   * How long to wait, in milliseconds, for in-flight provider calls to settle and for every
+   * admitted execution to end and publish its terminal event, before the rest converges to
+   * `unknown`; publishing those events and the remaining answers gets as long again
+   * (default 5000).
+   */
   readonly graceMs?: number;
 }
 

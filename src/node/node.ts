@@ -53,7 +53,10 @@ export interface EndpointNodeLifecycleOptions {
     EndpointHealthReporterOptions,
     "handler" | "send" | "clock" | "endpointInstanceId"
   >;
-  /** How long shutdown lets in-flight work settle (`handler.close({ graceMs })`; default 5000). */
+  /**
+   * How long shutdown lets admitted executions end and publish their terminal events
+   * (`handler.close({ graceMs })`; default 5000).
+   */
   readonly graceMs?: number;
   /** How long shutdown waits for the unregister response, in ms (default: response timeout). */
   readonly unregisterTimeoutMs?: number;
