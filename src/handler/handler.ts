@@ -582,7 +582,8 @@ export class ToolEndpointHandler {
       for (const record of this.#ledger.values()) this.#clearDeadline(record);
     }
     const executions = this.#unfinishedExecutions();
-    const waiting = new Set<Promise<unknown>>(this.#inFlight);
+    // Calls an earlier close() abandoned are not waited for again.
+    const waiting = new Set<Promise<unknown>>(this.#abandon.signal.aborted ? [] : this.#inFlight);
     for (const record of executions) waiting.add(record.emitter!.finished);
     await settleWithin(waiting, graceMs);
     // The grace is over. Accepted executions still running end as `unknown`, with a terminal
