@@ -187,11 +187,13 @@ export class EndpointNodeLifecycle {
     return this.registration.receive(envelope);
   }
 
-  /** Sends a health snapshot if the state changed; call it after each dispatched message. */
+  /**
+   * Sends a health snapshot if the state changed; call it after each dispatched message. Only
+   * while running: during shutdown the one `unavailable` snapshot comes after every admitted
+   * execution ended (see {@linkcode EndpointNodeLifecycle.shutdown}).
+   */
   check(): boolean {
-    return this.#phase === "running" || this.#phase === "shutting_down"
-      ? this.health.check()
-      : false;
+    return this.#phase === "running" ? this.health.check() : false;
   }
 
   /**
