@@ -790,12 +790,13 @@ Deno.test("a failed response publication fails later events without a second ans
     Error,
   );
   assertStrictEquals(error, failure);
+  // The caller never learned of the acceptance: the execution was abandoned (converged to
+  // unknown), so a later event breaks its terminal state.
   const late = await assertRejects(
     () => provider.emitter!.emit(new ToolEvent({ type: "heartbeat" })),
-    Error,
-    "Response publication failed; event was not published",
+    ToolProtocolError,
   );
-  assertStrictEquals(late.cause, failure);
+  assertStrictEquals(late.code, "FORGE_ENDPOINT_EVENT_AFTER_TERMINAL");
   assertEquals(attempts, ["tool.invoke.response"]);
 });
 

@@ -11,6 +11,15 @@ import { delay } from "@std/async";
 import { type DoraNodeTransport, openDoraNode } from "../src/dora/ffi.ts";
 import { runToolEndpointNode, type ToolEndpointNodeLogLevel } from "../src/dora/runner.ts";
 import { type DoraEvent, epochMsToNtp64 } from "../src/dora/transport.ts";
+import {
+  eventFromPayload,
+  makeInvokeRequestEnvelope,
+  ToolContext,
+  ToolExecutionKey,
+  ToolRequest,
+} from "../mod.ts";
+import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc, serveToolEndpoint } from "../dora.ts";
+import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
 
 const FIXTURE = new URL("./fixtures/dora_double.c", import.meta.url);
 
@@ -673,3 +682,60 @@ test("runner: the end of the event stream ends serving; input timestamps are exa
   );
   assertHygiene(await session.record());
 });
+
+// --- serveToolEndpoint over FFI: shutdown with running executions ------------------------------
+
+for (const onAbort of ["end", "ignore"] as const) {
+  test(`serve: Stop with running executions publishes each one's terminal event before closing (${onAbort})`, async () => {
+    const move = new LongRunning("action", onAbort, { endDelayMs: 50 });
+    const serve = new LongRunning("session", onAbort, { endDelayMs: 50 });
+    const handler = robotHandler(move, serve);
+    const invoke = (operation: string, invocationId: string) =>
+      hex(encodeToolEnvelopeIpc(makeInvokeRequestEnvelope(
+        new ToolRequest({ arguments: {} }),
+        new ToolContext({
+          executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
+          toolId: "forge.tool.robot",
+          implementationId: "robot",
+          endpointId: "robot",
+          operation,
+        }),
+        { requestId: `invoke-${invocationId}`, endpointInstanceId: "instance-1" },
+      )));
+    const session = new Session([
+      `input tool_request ${invoke("move", "move-1")}`,
+      `input tool_request ${invoke("serve", "serve-1")}`,
+      "wait_for_output 2",
+      "stop",
+      // Timer ticks while the node shuts down, so its queued sends go out (as a dora timer would).
+      "wait_for_output 4 3000",
+      "end",
+    ]);
+    const stats = await serveToolEndpoint(handler, {
+      transport: await session.open(),
+      graceMs: onAbort === "end" ? 10_000 : 50,
+      logger: () => {},
+    });
+    assertEquals(stats.stopReason, "stop");
+    const record = await session.record();
+    assertHygiene(record);
+    const published = record.outputs.map(({ data }) => decodeToolEnvelopeIpc(data));
+    const lines = published.map((envelope) =>
+      envelope.messageType === "tool.event"
+        ? `${envelope.invocationId} ${eventFromPayload(envelope.payload).type}`
+        : `${envelope.invocationId} ${envelope.payload.outcome}`
+    );
+    const [moveEnd, serveEnd] = onAbort === "end"
+      ? ["cancelled", "stopped"]
+      : ["executor_failed", "executor_failed"];
+    assertEquals(lines.slice(0, 2).sort(), ["move-1 accepted", "serve-1 accepted"]);
+    assertEquals(lines.slice(2).sort(), [`move-1 ${moveEnd}`, `serve-1 ${serveEnd}`]);
+    // The outcomes are terminal, and readable after the node stopped.
+    for (const [provider, id] of [[move, "move-1"], [serve, "serve-1"]] as const) {
+      const execution = [...provider.executions.values()][0];
+      assert(execution.signal.aborted);
+      assertEquals(execution.context.executionKey.invocationId, id);
+    }
+    assertEquals(handler.state.activeInvocations, 0);
+  });
+}

@@ -6,11 +6,13 @@
  * deno task fuzz --runs 600 --seed 1592598566     # the budget and seed CI runs (tests/fuzz_test.ts)
  * deno task fuzz --minutes 60                     # rounds with fresh seeds until an hour is up
  * deno task fuzz --minutes 10 --only handler_chaos,dispatch_input
+ * deno task fuzz --runs 5000 --only shutdown_running,oversized_acceptance,ffi_faults
  * ```
  *
  * Options: `--runs N` inputs per target per round before the suite weights (default 1000;
  * dispatch gets half, security end-to-end batches a tenth, chaos schedules a quarter, FFI
- * scripts 3 %, requests-after-Stop scenarios 5 %), `--seed S` the first round's seed (default random; round k uses S + k),
+ * scripts 3 %, requests-after-Stop scenarios 5 %,
+ * shutdown scenarios (`shutdown_running`, `oversized_acceptance`) a tenth), `--seed S` the first round's seed (default random; round k uses S + k),
  * `--minutes M` keep running rounds until M minutes passed (default: one round), `--only a,b`
  * restrict to these targets, `--batch-size N` inputs between two heap checks (default: each
  * target's own, 50 to 250). Counts per target are printed after every round and in total;

@@ -310,13 +310,22 @@ export class DoraToolEndpointBinding {
   }
 
   #response<T>(codec: OutputCodec<T>, response: ToolEnvelope, request: ToolEnvelope): T {
+    return this.#encodeResponse(codec, response, request).message;
+  }
+
+  /** Encodes a response, or its correlated fallback (`fallback: true`) when it cannot be. */
+  #encodeResponse<T>(
+    codec: OutputCodec<T>,
+    response: ToolEnvelope,
+    request: ToolEnvelope,
+  ): { readonly message: T; readonly failure?: unknown } {
     try {
-      return codec.encode(response, { maxMessageBytes: this.#maxMessageBytes });
+      return { message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }) };
     } catch (error) {
       const fallback = error instanceof ToolProtocolError
         ? correlatedProtocolError(error, request, this.#maxMessageBytes)
         : correlatedInternalError(request);
-      return this.#fallback(codec, fallback, request, error);
+      return { message: this.#fallback(codec, fallback, request, error), failure: error };
     }
   }
 
@@ -442,6 +451,13 @@ export class DoraToolEndpointBinding {
    * published, waiting and later events fail with an `Error` whose `cause` is the failure; an
    * event that cannot be encoded or published is raised to the provider from `emit()` (late) or
    * from this method after the response was published (early).
+   *
+   * An acceptance that does not reach the caller (it cannot be encoded within the limit, so a
+   * correlated `tool.error` goes out instead, or the sink fails to publish it) does not leave its
+   * execution running unseen: the binding calls {@linkcode ToolEndpointHandler.abandonInvoke}
+   * (the provider's signal aborts, the outcome converges to `unknown` for a retry, a status or a
+   * result to read, the permit is released), publishes none of its events (later emits fail with
+   * `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`), and reports it through `onError`.
    */
   async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
     return await this.#dispatchDecoded(this.#arrow, this.#requestFromArrow(value));
@@ -572,19 +588,39 @@ export class DoraToolEndpointBinding {
     }
 
     const release = await publishLock.acquire();
+    // Closes the gate for good: the caller never learned of an acceptance, so the execution is
+    // abandoned (aborted, converged, no events) before any waiting event is let through.
+    const undelivered = (failure: unknown) => {
+      publishFailed = true;
+      publishFailure = failure;
+      if (this.#handler.abandonInvoke(request)) {
+        this.#report(
+          new Error(
+            "the acceptance did not reach the caller: the execution was aborted and its outcome " +
+              "converged to unknown",
+            { cause: failure },
+          ),
+          request,
+        );
+      }
+      gateOpen = true;
+      gate.resolve();
+    };
     try {
-      const response = this.#response(codec, messages[0], request);
-      await sink!(response);
+      const response = this.#encodeResponse(codec, messages[0], request);
+      if ("failure" in response) {
+        // The caller gets a correlated tool.error, not the acceptance: the execution must not
+        // keep running behind it, and none of its events may follow the error.
+        undelivered(response.failure);
+        await sink!(response.message);
+        return [];
+      }
+      await sink!(response.message);
       gateOpen = true;
       gate.resolve();
       for (let i = 1; i < messages.length; i++) await sink!(this.#event(codec, messages[i]));
     } catch (error) {
-      if (!gateOpen) {
-        publishFailed = true;
-        publishFailure = error;
-        gateOpen = true;
-        gate.resolve();
-      }
+      if (!gateOpen) undelivered(error);
       throw error;
     } finally {
       release();

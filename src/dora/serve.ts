@@ -9,6 +9,7 @@
  * @module
  */
 import type { ToolEndpointHandler } from "../handler/handler.ts";
+import { settleWithin } from "../_internal/async.ts";
 import { EndpointNodeLifecycle, type EndpointNodeLifecycleOptions } from "../node/node.ts";
 import { DoraToolEndpointBinding } from "./binding.ts";
 import { encodeToolEnvelopeIpc } from "./fast_ipc.ts";
@@ -20,6 +21,9 @@ import {
   type ToolEndpointRequestHandler,
 } from "./runner.ts";
 import type { DoraTransport } from "./transport.ts";
+
+/** The registration loop's default response timeout, which bounds the unregister's wait. */
+const DEFAULT_RESPONSE_TIMEOUT_MS = 5000;
 
 /** Options of {@linkcode serveToolEndpoint}. */
 export interface ServeToolEndpointOptions {
@@ -33,7 +37,10 @@ export interface ServeToolEndpointOptions {
   readonly maxMessageBytes?: number;
   /** The carrier limit, also the IPC stream limit (default message limit + 64 KiB). */
   readonly maxCarrierBytes?: number;
-  /** How long shutdown waits for in-flight work, in milliseconds (default 5000). */
+  /**
+   * How long shutdown waits for admitted executions to end and publish their terminal events, in
+   * milliseconds (default 5000); see {@linkcode serveToolEndpoint} for the whole bound.
+   */
   readonly graceMs?: number;
   /** Where the node logs. */
   readonly logger?: ToolEndpointNodeLogger;
@@ -62,8 +69,20 @@ export type ServeLifecycleSettings = Omit<
 
 /**
  * Runs `handler` as a Dora node on `options.transport` until Stop or the end of the event stream,
- * then closes the handler (stop admitting, let in-flight work settle up to `graceMs`) and the
- * transport. Bad bytes or a request for another route get no response and do not stop the node.
+ * then shuts down without losing an outcome, in this order:
+ *
+ * 1. stop admitting and abort every running execution's signal (`handler.close`);
+ * 2. wait up to `graceMs` until every admitted Action and Session reached a terminal state and its
+ *    terminal event was published; what did not converges to `unknown` and its terminal event is
+ *    published then (up to `graceMs` more); answers and events still being sent get up to
+ *    `graceMs` more. The node keeps reading events (late requests are answered
+ *    `FORGE_ENDPOINT_UNAVAILABLE`) and, with a lifecycle, keeps renewing the lease;
+ * 3. with a lifecycle: one `unavailable` snapshot, then `endpoint.unregister` and its answer;
+ * 4. close the transport.
+ *
+ * The runner's own shutdown bound is the sum: three times `graceMs`, plus the unregister timeout
+ * with a lifecycle. Bad bytes or a request for another route get no response and do not stop the
+ * node.
  *
  * @example
  * ```ts
@@ -150,7 +169,13 @@ export function serveToolEndpoint(
       const batch = decodeToolMessageIpc(request, { maxBytes: binding.maxCarrierBytes });
       return (await binding.dispatchInput(batch)).map((response) => encodeToolMessageIpc(response));
     };
-  const handle: ToolEndpointRequestHandler = async (request, publish) => {
+  // Requests being handled, their publication included: an invoke's response and the events
+  // emitted before its acceptance go out before the node reports unavailable and unregisters.
+  const handling = new Set<Promise<void>>();
+  const handleOne = async (
+    request: Uint8Array,
+    publish: (response: Uint8Array) => Promise<void>,
+  ) => {
     const dispatched = dispatch(request);
     check();
     try {
@@ -159,18 +184,37 @@ export function serveToolEndpoint(
       check();
     }
   };
+  const handle: ToolEndpointRequestHandler = (request, publish) => {
+    const work = handleOne(request, publish);
+    handling.add(work);
+    const forget = () => handling.delete(work);
+    work.then(forget, forget);
+    return work;
+  };
+  const settle = async () => {
+    await handler.close({ graceMs });
+    await settleWithin(handling, graceMs);
+  };
+  const lifecycleSettings = options.lifecycle === true ? {} : options.lifecycle;
+  const unregisterBoundMs = lifecycleSettings === undefined
+    ? 0
+    : lifecycleSettings.unregisterTimeoutMs ??
+      lifecycleSettings.registration?.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS;
   const node = new ToolEndpointNode({
     transport,
     requestInputId: options.requestInputId,
     responseOutputId,
-    graceMs,
+    // A backstop only: every step of onShutdown has its own bound, and their sum is this.
+    graceMs: 3 * graceMs + unregisterBoundMs,
     logger: options.logger,
-    // With a lifecycle: stop admitting, settle, report unavailable, unregister (the runner then
-    // closes the transport); without: stop admitting and settle.
+    // Stop admitting, let every admitted execution end and its terminal event go out (settle);
+    // with a lifecycle then report unavailable and unregister (lifecycle.shutdown, whose own
+    // handler.close finds nothing left to wait for). The runner then closes the transport.
     // The node keeps reading events while this runs, so the unregister's answer arrives; when
     // none did (or the send failed), the node's logger gets the reason.
     onShutdown: async () => {
-      if (lifecycle === undefined) return await handler.close({ graceMs });
+      await settle();
+      if (lifecycle === undefined) return;
       const response = await lifecycle.shutdown();
       const error = lifecycle.registration.lastError;
       if (response === undefined && error !== undefined) {

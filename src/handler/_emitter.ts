@@ -62,6 +62,14 @@ export class ExecutionEmitter implements ToolEventEmitter {
   #accepted = false;
   #closed = false;
   #terminalPending = false;
+  /** Set when the handler ended the execution itself (shutdown, undelivered acceptance). */
+  #converged = false;
+  /** Set once a terminal event got its sequence number. */
+  #terminalSent = false;
+  #rejected = false;
+  /** Resolves once event progression ended: see {@linkcode ExecutionEmitter.finished}. */
+  readonly #finished = Promise.withResolvers<void>();
+  #isFinished = false;
   /** Set when the early buffer overflowed: the start converges to `unknown` whatever it returns. */
   overflowed = false;
 
@@ -87,12 +95,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
       : undefined;
     let release = await this.#lock.acquire();
     try {
-      if (this.#closed || this.#terminalPending) {
-        throw new ToolProtocolError(
-          ToolErrorCodes.ENDPOINT_EVENT_AFTER_TERMINAL,
-          "an event was emitted after terminal event progression closed",
-        );
-      }
+      if (this.#closed || this.#terminalPending) throw afterTerminal();
       if (phase !== undefined) this.#terminalPending = true;
     } finally {
       release();
@@ -102,11 +105,18 @@ export class ExecutionEmitter implements ToolEventEmitter {
         await this.#host.establishTerminalForEvent(phase);
       } catch (error) {
         this.#terminalPending = false;
+        if (this.#closed) this.#finish();
         throw error;
       }
     }
     release = await this.#lock.acquire();
+    let publishing = false;
     try {
+      if (this.#converged) {
+        // The handler ended the execution while this event waited: it has its terminal event.
+        this.#terminalPending = false;
+        throw afterTerminal();
+      }
       if (!this.#accepted && this.#buffer.length >= this.#maxEarlyEvents) {
         this.#terminalPending = false;
         this.overflowed = true;
@@ -123,8 +133,11 @@ export class ExecutionEmitter implements ToolEventEmitter {
       if (phase !== undefined) {
         this.#closed = true;
         this.#terminalPending = false;
+        this.#terminalSent = true;
+        publishing = true;
       }
       if (!this.#accepted) {
+        // An early terminal event: published by the caller of dispatch, with the response.
         this.#buffer.push(envelope);
         return;
       }
@@ -136,25 +149,94 @@ export class ExecutionEmitter implements ToolEventEmitter {
       await this.#sink(envelope);
     } finally {
       release();
+      if (publishing && (this.#accepted || this.#rejected)) this.#finish();
     }
   }
 
-  /** Marks the execution accepted and hands back the buffered early events, in order. */
+  /**
+   * Resolves once the execution's event progression ended: its terminal event was handed to the
+   * sink and the sink settled, or the emitter closed without one (a failed start, a terminal
+   * status observed through status or result, a convergence). Never rejects.
+   */
+  get finished(): Promise<void> {
+    return this.#finished.promise;
+  }
+
+  /** Whether {@linkcode ExecutionEmitter.finished} has resolved. */
+  get isFinished(): boolean {
+    return this.#isFinished;
+  }
+
+  #finish(): void {
+    this.#isFinished = true;
+    this.#finished.resolve();
+  }
+
+  /**
+   * Marks the execution accepted and hands back the buffered early events, in order. When they
+   * hold the terminal event, progression ends here: publishing them is the caller's part.
+   */
   accept(): ToolEnvelope[] {
     this.#accepted = true;
     const early = this.#buffer;
     this.#buffer = [];
+    if (this.#closed && !this.#terminalPending) this.#finish();
     return early;
   }
 
   /** Closes the emitter after a failed start; buffered events are dropped. */
   reject(): void {
+    this.#rejected = true;
     this.#closed = true;
     this.#buffer = [];
+    if (!this.#terminalPending) this.#finish();
   }
 
-  /** Closes the emitter once a terminal status or result is established elsewhere. */
+  /**
+   * Closes the emitter once a terminal status or result is established elsewhere. A terminal
+   * event already past its barrier is still published.
+   */
   closeTerminal(): void {
     this.#closed = true;
+    if (!this.#terminalPending) this.#finish();
   }
+
+  /**
+   * Ends progression for an execution the handler ended itself, without a provider event: every
+   * later (or still waiting) emit fails with `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`, buffered
+   * events are dropped, and, when `event` is given and the execution was accepted, that event is
+   * published as the terminal one, in sequence after every event already published. Resolves
+   * once it was published (rejects when the sink failed); without `event` nothing is published.
+   */
+  async converge(event?: ToolEvent): Promise<void> {
+    this.#converged = true;
+    this.#closed = true;
+    this.#buffer = [];
+    if (event === undefined || !this.#accepted || this.#sink === undefined) {
+      this.#finish();
+      return;
+    }
+    const release = await this.#lock.acquire();
+    try {
+      // A provider's terminal event got there first: it stays the only one.
+      if (this.#terminalSent) return;
+      this.#terminalSent = true;
+      const envelope = makeEventEnvelope(event, this.#context, {
+        endpointInstanceId: this.#endpointInstanceId,
+        sequence: this.#nextSequence,
+      });
+      this.#nextSequence++;
+      await this.#sink(envelope);
+    } finally {
+      release();
+      this.#finish();
+    }
+  }
+}
+
+function afterTerminal(): ToolProtocolError {
+  return new ToolProtocolError(
+    ToolErrorCodes.ENDPOINT_EVENT_AFTER_TERMINAL,
+    "an event was emitted after terminal event progression closed",
+  );
 }

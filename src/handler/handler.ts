@@ -19,6 +19,7 @@ import {
   ToolControlResponse,
   ToolEndpointDescriptor,
   ToolError,
+  ToolEvent,
   ToolExecutionKey,
   ToolExecutionStatus,
   type ToolOperationDescriptor,
@@ -45,9 +46,11 @@ import {
   controlRequestFromPayload,
   invokeRequestFromEnvelope,
   type InvokeResponse,
+  toolResultToPayload,
   validateMessageEnvelope,
 } from "../wire/messages.ts";
 import { pyRepr } from "../wire/_repr.ts";
+import { settleWithin } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
@@ -88,7 +91,12 @@ export interface DispatchOptions {
 
 /** Options of {@linkcode ToolEndpointHandler.close}. */
 export interface CloseOptions {
-  /** How long to wait for in-flight provider calls to settle, in milliseconds (default 5000). */
+  /**
+   * How long to wait, in milliseconds, for in-flight provider calls to settle and for every
+   * admitted execution to end and publish its terminal event, before the rest converges to
+   * `unknown`; publishing those events and the remaining answers gets as long again
+   * (default 5000).
+   */
   readonly graceMs?: number;
 }
 
@@ -118,6 +126,8 @@ interface ExecutionRecord {
   readonly key: ToolExecutionKey;
   readonly operation: string;
   readonly invoked: boolean;
+  /** The `request_id` of the invoke that admitted the execution (invoked records only). */
+  readonly admittedBy: string | undefined;
   permitHeld: boolean;
   outcome: InvokeResponse | undefined;
   ready: PromiseWithResolvers<void> | undefined;
@@ -148,6 +158,32 @@ const UNKNOWN_START_ERROR = {
   message: "Start failed after dispatch; the execution outcome cannot be recovered",
   retryable: false,
 } as const;
+
+/** Why an accepted execution still running when close()'s grace ran out ended as `unknown`. */
+const SHUTDOWN_UNKNOWN_ERROR = {
+  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+  message:
+    "the endpoint shut down before the execution reached a terminal state; its outcome cannot be recovered",
+  retryable: false,
+} as const;
+
+/** Why an execution whose acceptance never reached the caller ended as `unknown`. */
+const UNDELIVERED_UNKNOWN_ERROR = {
+  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+  message:
+    "the invoke response could not be published; the execution was aborted and its outcome cannot be recovered",
+  retryable: false,
+} as const;
+
+/**
+ * The terminal event published for an execution the handler converged to `unknown` itself.
+ * The protocol has no `unknown` event type; `executor_failed` is the one terminal event that
+ * claims no outcome the provider never reported (`cancelled` or `stopped` would claim the work
+ * ended, `executor_completed` that it succeeded). Its data says what was established:
+ * `{"phase": "unknown", "result": <the unknown ToolResult>}`; status and result, the
+ * authoritative record (PROTOCOL.md 10.3), read `unknown`.
+ */
+const CONVERGED_EVENT_TYPE = "executor_failed";
 
 function checkPositive(value: unknown, name: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
@@ -562,8 +598,21 @@ export class ToolEndpointHandler {
 
   /**
    * Stops admitting new executions (new invokes are rejected with
-   * `FORGE_ENDPOINT_UNAVAILABLE`), aborts every provider signal, and waits up to `graceMs` for
-   * in-flight provider calls to settle. Retained results stay readable afterwards.
+   * `FORGE_ENDPOINT_UNAVAILABLE`), aborts every provider signal, and waits up to `graceMs` until
+   * in-flight provider calls settled and every admitted Action and Session execution ended its
+   * event progression: it reached a terminal state and its terminal event was published through
+   * its event sink (or its terminal state was established by a status or result read).
+   *
+   * When the grace runs out, nothing admitted ends silent: every accepted execution still running
+   * converges to `unknown` (status and result `unknown` with `FORGE_ENDPOINT_OUTCOME_UNKNOWN`,
+   * its permit released) and gets an `executor_failed` terminal event with data
+   * `{"phase": "unknown", "result": ...}` through its event sink (the protocol has no `unknown`
+   * event type; this one claims no outcome the provider did not report); a later emit from its
+   * provider fails with `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`. Provider calls still pending are
+   * abandoned: each request waiting on one is answered (an invoke with a `completed` `unknown`
+   * result, status, result and control with `FORGE_ENDPOINT_UNAVAILABLE`). close() then waits up
+   * to `graceMs` more for those events and answers to be published, so it ends within about
+   * twice `graceMs`. Retained results stay readable afterwards.
    */
   async close(options: CloseOptions = {}): Promise<void> {
     const graceMs = options.graceMs ?? 5000;
@@ -572,13 +621,192 @@ export class ToolEndpointHandler {
       this.#lifetime.abort(new DOMException("the endpoint handler closed", "AbortError"));
       for (const record of this.#ledger.values()) this.#clearDeadline(record);
     }
-    await settleWithin(this.#inFlight, graceMs);
-    // Provider calls still pending after the grace period are abandoned: every request waiting
-    // on one is answered now (an invoke with an `unknown` outcome, status, result and control
-    // with a correlated FORGE_ENDPOINT_UNAVAILABLE error), so nothing waits forever.
+    const executions = this.#unfinishedExecutions();
+    // Calls an earlier close() abandoned are not waited for again.
+    const waiting = new Set<Promise<unknown>>(this.#abandon.signal.aborted ? [] : this.#inFlight);
+    for (const record of executions) waiting.add(record.emitter!.finished);
+    await settleWithin(waiting, graceMs);
+    // The grace is over. Accepted executions still running end as `unknown`, with a terminal
+    // event; pending provider calls are abandoned, so every request waiting on one is answered.
+    const publications = new Set<Promise<unknown>>();
+    for (const record of executions) {
+      if (record.emitter!.isFinished) continue;
+      if (this.#isRunningAcceptance(record)) {
+        publications.add(this.#convergeAccepted(record, SHUTDOWN_UNKNOWN_ERROR, true));
+      } else {
+        publications.add(record.emitter!.finished);
+      }
+    }
     if (this.#inFlight.size > 0) this.#abandon.abort(ABANDONED);
-    // Then let the answers themselves be produced before close() returns.
-    await settleWithin(this.#dispatches, graceMs);
+    for (const dispatch of this.#dispatches) publications.add(dispatch);
+    // Then let the answers and the terminal events themselves be produced before close() returns.
+    await settleWithin(publications, graceMs);
+  }
+
+  /**
+   * Tells the handler that its answer to an Action or Session invoke could not be delivered:
+   * the response could not be encoded within the message limit (the caller got a correlated
+   * `tool.error` instead) or its publication failed. An execution the caller never learned was
+   * accepted must not keep running unseen, so when `request` is the invoke that admitted an
+   * execution (same key and `request_id`) whose acceptance is its outcome:
+   *
+   * - its provider's signal aborts (reason: an `AbortError` naming the undelivered response);
+   * - unless a terminal result was already established (it is immutable and stays), its status
+   *   and result converge to `unknown` with `FORGE_ENDPOINT_OUTCOME_UNKNOWN`, and its permit is
+   *   released;
+   * - its invoke outcome becomes that terminal result, so a duplicate invoke, a status or a result
+   *   read answers it (a retry with the same key learns the outcome was lost);
+   * - no event is published for it: buffered events are dropped and a later emit fails with
+   *   `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`.
+   *
+   * Returns true when it ended such an execution; false (and changes nothing) for any other
+   * request: a Query, an invoke answered with a terminal result or a rejection, an execution
+   * already abandoned, an unknown key, or a duplicate invoke (another `request_id`: the
+   * acceptance it replays reached the caller that started the execution). The failure itself
+   * is the caller's to report.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import {
+   *   makeInvokeRequestEnvelope,
+   *   makeResultRequestEnvelope,
+   *   resultResponseFromPayload,
+   *   TOOL_ENDPOINT_PROTOCOL,
+   *   ToolAccepted,
+   *   ToolContext,
+   *   ToolControlResponse,
+   *   ToolEndpointDescriptor,
+   *   ToolEndpointHandler,
+   *   ToolExecutionKey,
+   *   ToolExecutionStatus,
+   *   ToolOperationDescriptor,
+   *   ToolRequest,
+   *   ToolResultResponse,
+   * } from "@forge/tool";
+   * let aborted = false;
+   * const handler = new ToolEndpointHandler(
+   *   new ToolEndpointDescriptor({
+   *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+   *     endpointId: "arm",
+   *     operations: [
+   *       new ToolOperationDescriptor({ name: "move", semantics: "action", statusSupported: true }),
+   *     ],
+   *   }),
+   *   {
+   *     endpointInstanceId: "instance-1",
+   *     operations: {
+   *       move: {
+   *         start: (_request, _context, _events, { signal }) => {
+   *           signal.addEventListener("abort", () => (aborted = true));
+   *           return new ToolAccepted();
+   *         },
+   *         cancel: () => new ToolControlResponse({ command: "cancel", status: "unsupported" }),
+   *         status: () => new ToolExecutionStatus({ phase: "running" }),
+   *         result: () => new ToolResultResponse({ status: "pending" }),
+   *       },
+   *     },
+   *   },
+   * );
+   * const context = new ToolContext({
+   *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
+   *   toolId: "forge.tool.move",
+   *   implementationId: "arm",
+   *   endpointId: "arm",
+   *   operation: "move",
+   * });
+   * const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, {
+   *   requestId: "request-1",
+   *   endpointInstanceId: "instance-1",
+   * });
+   * await handler.dispatch(invoke, { eventSink: () => {} });
+   * // ... publishing the acceptance failed:
+   * assertEquals(handler.abandonInvoke(invoke), true);
+   * assertEquals(aborted, true);
+   * const [answer] = await handler.dispatch(
+   *   makeResultRequestEnvelope(context, { requestId: "request-2", endpointInstanceId: "instance-1" }),
+   * );
+   * assertEquals(resultResponseFromPayload(answer.payload).result?.status, "unknown");
+   * assertEquals(handler.state.permitsInUse.move, 0);
+   * ```
+   */
+  abandonInvoke(request: ToolEnvelope): boolean {
+    if (!(request instanceof ToolEnvelope) || request.messageType !== "tool.invoke.request") {
+      return false;
+    }
+    const operation = this.#operations.get(request.operation ?? "");
+    if (
+      operation === undefined || operation.semantics === "query" ||
+      request.endpointId !== this.#descriptor.endpointId ||
+      request.endpointInstanceId !== this.#endpointInstanceId ||
+      request.invocationId === undefined || request.attemptId === undefined
+    ) return false;
+    const key = new ToolExecutionKey({
+      invocationId: request.invocationId,
+      attemptId: request.attemptId,
+    });
+    const record = this.#ledger.get(key.id);
+    if (
+      record === undefined || record.operation !== operation.name || !record.invoked ||
+      record.admittedBy !== request.requestId || !(record.outcome instanceof ToolAccepted) ||
+      record.emitter === undefined
+    ) return false;
+    record.abort?.abort(
+      new DOMException("the invoke response could not be published", "AbortError"),
+    );
+    void this.#convergeAccepted(record, UNDELIVERED_UNKNOWN_ERROR, false);
+    record.outcome = record.result;
+    return true;
+  }
+
+  /** Admitted executions whose event progression has not ended (at most the ledger's bound). */
+  #unfinishedExecutions(): ExecutionRecord[] {
+    const executions: ExecutionRecord[] = [];
+    for (const record of this.#ledger.values()) {
+      if (record.invoked && record.emitter !== undefined && !record.emitter.isFinished) {
+        executions.push(record);
+      }
+    }
+    return executions;
+  }
+
+  /** True for an accepted execution with no terminal result yet. */
+  #isRunningAcceptance(record: ExecutionRecord): boolean {
+    return record.settled && record.outcome instanceof ToolAccepted && record.result === undefined;
+  }
+
+  /**
+   * Ends an accepted execution the handler gives up on: unless a terminal result exists, status
+   * and result become `unknown` with `error` and the permit is released; then the emitter closes,
+   * publishing the `unknown` terminal event when `publish` is set. Resolves once that event was
+   * published; a failed publication is swallowed here (close() bounds the wait; the sink's owner
+   * reports it).
+   */
+  async #convergeAccepted(
+    record: ExecutionRecord,
+    error: typeof SHUTDOWN_UNKNOWN_ERROR | typeof UNDELIVERED_UNKNOWN_ERROR,
+    publish: boolean,
+  ): Promise<void> {
+    let event: ToolEvent | undefined;
+    if (record.result === undefined) {
+      const toolError = new ToolError(error);
+      const result = new ToolResult({ status: "unknown", error: toolError });
+      record.result = result;
+      record.status = new ToolExecutionStatus({ phase: "unknown", error: toolError });
+      this.#releasePermit(record);
+      this.#clearDeadline(record);
+      if (publish) {
+        event = new ToolEvent({
+          type: CONVERGED_EVENT_TYPE,
+          data: { phase: "unknown", result: toolResultToPayload(result) },
+        });
+      }
+    }
+    try {
+      await record.emitter!.converge(event);
+    } catch {
+      // The sink's owner saw and reported the failure; close() only bounds the wait.
+    }
   }
 
   // -------------------------------------------------------------------------------------------
@@ -702,6 +930,7 @@ export class ToolEndpointHandler {
       key,
       operation: operation.name,
       invoked: true,
+      admittedBy: request.requestId,
       permitHeld: true,
       outcome: undefined,
       ready: Promise.withResolvers<void>(),
@@ -949,6 +1178,7 @@ export class ToolEndpointHandler {
       key,
       operation,
       invoked: false,
+      admittedBy: undefined,
       permitHeld: false,
       outcome: undefined,
       ready: undefined,
@@ -1171,18 +1401,6 @@ function checkTransition(
     ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
     `provider status changed from '${previous.phase}' to '${next.phase}'`,
   );
-}
-
-/** Waits until every promise in `pending` settled, or `ms` passed. */
-async function settleWithin(pending: ReadonlySet<Promise<unknown>>, ms: number): Promise<void> {
-  if (pending.size === 0) return;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  try {
-    await Promise.race([Promise.allSettled([...pending]), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Awaits `promise`, or rejects with the signal's reason as soon as it aborts. */

@@ -58,7 +58,10 @@ export interface EndpointNodeLifecycleOptions {
     EndpointHealthReporterOptions,
     "handler" | "send" | "clock" | "endpointInstanceId"
   >;
-  /** How long shutdown lets in-flight work settle (`handler.close({ graceMs })`; default 5000). */
+  /**
+   * How long shutdown lets admitted executions end and publish their terminal events
+   * (`handler.close({ graceMs })`; default 5000).
+   */
   readonly graceMs?: number;
   /** How long shutdown waits for the unregister response, in ms (default: response timeout). */
   readonly unregisterTimeoutMs?: number;
@@ -73,11 +76,14 @@ export interface EndpointNodeLifecycleOptions {
  *
  * {@linkcode EndpointNodeLifecycle.shutdown} keeps this order:
  *
- * 1. stop admitting: `handler.close({ graceMs })` starts (new invokes are refused at once) and an
- *    `unavailable` snapshot goes out;
- * 2. settle: `handler.close` waits up to `graceMs` for in-flight work (the lease keeps being
- *    renewed meanwhile, so retained results stay reachable);
- * 3. a final `unavailable` snapshot, then health reporting stops;
+ * 1. stop admitting: `handler.close({ graceMs })` starts (new invokes are refused at once) and
+ *    aborts the signal of every running execution;
+ * 2. settle: `handler.close` waits up to `graceMs` until every admitted Action and Session reached
+ *    a terminal state and its terminal event was published (what did not converges to `unknown`
+ *    and gets its terminal event then; see {@linkcode ToolEndpointHandler.close}); the lease
+ *    keeps being renewed meanwhile, so the executions' results stay reachable;
+ * 3. one `unavailable` snapshot (none when the last one sent already said so), then health
+ *    reporting stops;
  * 4. `endpoint.unregister`, waiting up to `unregisterTimeoutMs` for its response;
  * 5. `closeTransport()`.
  *
@@ -202,10 +208,12 @@ export class EndpointNodeLifecycle {
   /**
    * Sends a health snapshot if the state changed; call it when a request was dispatched and when
    * it was answered (a Query is admitted and released there). O(operations); sends nothing when
-   * the state is unchanged.
+   * the state is unchanged. Only while running: during shutdown the one `unavailable` snapshot
+   * comes after every admitted execution ended (see {@linkcode EndpointNodeLifecycle.shutdown}).
    */
   check(): boolean {
-    if (this.#phase === "running" || this.#phase === "shutting_down") return this.health.check();
+    // A closed handler is draining: the one `unavailable` goes out after the drain, from shutdown.
+    if (this.#phase === "running") return this.#handler.state.closed ? false : this.health.check();
     if (this.#phase === "stopped") {
       this.#unwatch?.();
       this.#unwatch = undefined;
@@ -214,8 +222,9 @@ export class EndpointNodeLifecycle {
   }
 
   /**
-   * Shuts down gracefully in the documented order (stop admitting, settle in-flight work, final
-   * `unavailable` snapshot, unregister, close the transport). Resolves with the unregister
+   * Shuts down gracefully in the documented order (stop admitting, let every admitted execution
+   * end and publish its terminal event, one `unavailable` snapshot, unregister, close the
+   * transport). Resolves with the unregister
    * response, or `undefined` when none arrived. Calling it again returns the same promise.
    */
   shutdown(): Promise<EndpointRegistryResponse | undefined> {
@@ -228,12 +237,10 @@ export class EndpointNodeLifecycle {
     this.#phase = "shutting_down";
     let response: EndpointRegistryResponse | undefined;
     try {
-      const settling = this.#handler.close(
-        this.#graceMs === undefined ? {} : { graceMs: this.#graceMs },
-      );
+      await this.#handler.close(this.#graceMs === undefined ? {} : { graceMs: this.#graceMs });
+      // Reported once every execution's terminal event is out, and only once.
       if (started) this.health.shuttingDown();
-      await settling;
-      this.health.stop({ final: started });
+      this.health.stop();
       response = await this.registration.stop(
         this.#unregisterTimeoutMs === undefined ? {} : { timeoutMs: this.#unregisterTimeoutMs },
       );

@@ -8,7 +8,9 @@
 // of the stream); every native event is freed exactly once and no send or log overlaps a pending
 // dora_next_event; nothing is abandoned; only trusted requests are answered, each at most once,
 // and every one that is not answered is accounted for by a failed send; every Action/Session
-// event goes out after its response, in sequence order.
+// event goes out after its response, in sequence order; and every accepted Action/Session (they
+// run until the shutdown's grace is over) ends with exactly one terminal event before the library
+// closes, unless a failed send ate it.
 import fc from "fast-check";
 import {
   decodeToolMessageIpc,
@@ -337,7 +339,10 @@ export async function runFfiSchedule(
     transport,
     maxMessageBytes: MAX_MESSAGE_BYTES,
     maxCarrierBytes: MAX_CARRIER_BYTES,
-    graceMs: 3000,
+    // Long enough for any request's work (delays are at most 40 ms and end at the abort); the
+    // Actions and Sessions of this endpoint never end by themselves, so each one still running
+    // at shutdown converges to unknown when the grace runs out.
+    graceMs: 300,
     codec: schedule.codec,
     logger: (level, message) => void logs.push(`${level}: ${message}`),
   });
@@ -379,6 +384,8 @@ export async function runFfiSchedule(
   // Outputs: only trusted requests answered, at most once; events after their response.
   const answers = new Map<string, number>();
   const responded = new Set<string>(); // invocation ids whose invoke response went out
+  const acceptedInvocations = new Set<string>();
+  const terminalEvents = new Map<string, number>(); // invocation id -> terminal events sent
   const nextSequence = new Map<string, number>();
   for (const output of record.outputs) {
     invariant(output.id === "tool_response", () => `output on ${output.id}`);
@@ -397,6 +404,10 @@ export async function runFfiSchedule(
         invariant(c("send_failures") > 0, () => `event gap for ${inv} without a failed send`);
       }
       nextSequence.set(inv, envelope.sequence! + 1);
+      const type = (envelope.payload as { type: string }).type;
+      if (type !== "progress" && type !== "heartbeat") {
+        terminalEvents.set(inv, (terminalEvents.get(inv) ?? 0) + 1);
+      }
       count("events sent");
       continue;
     }
@@ -406,9 +417,23 @@ export async function runFfiSchedule(
       answers.get(id)! <= (allowed.get(id) ?? 0),
       () => `request ${id} answered ${answers.get(id)} times (untrusted, invalid or twice)`,
     );
-    if (envelope.messageType === "tool.invoke.response") responded.add(envelope.invocationId!);
+    if (envelope.messageType === "tool.invoke.response") {
+      responded.add(envelope.invocationId!);
+      if (envelope.payload.outcome === "accepted") acceptedInvocations.add(envelope.invocationId!);
+    }
     count(`answered ${envelope.messageType}`);
   }
+  // Shutdown with running executions: each accepted one ended with exactly one terminal event
+  // before the library closed (a failed send may have eaten it; never two).
+  for (const inv of acceptedInvocations) {
+    const n = terminalEvents.get(inv) ?? 0;
+    invariant(n <= 1, () => `${n} terminal events for ${inv}`);
+    invariant(
+      n === 1 || c("send_failures") > 0,
+      () => `accepted execution ${inv} ended without a terminal event`,
+    );
+  }
+  count("accepted executions ended", acceptedInvocations.size);
   const unanswered = [...expected].filter((id) => !answers.has(id)).length;
   invariant(
     unanswered <= c("send_failures"),

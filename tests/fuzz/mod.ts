@@ -17,6 +17,7 @@ import * as chaos from "./chaos.ts";
 import * as dispatch from "./dispatch.ts";
 import * as ffi from "./ffi.ts";
 import * as security from "./security.ts";
+import * as shutdown from "./shutdown.ts";
 import * as wire from "./wire.ts";
 
 export type { Budget, Counterexample, TargetReport } from "./_common.ts";
@@ -40,6 +41,7 @@ export const SUITES: readonly Suite[] = [
   { name: "chaos", weight: 0.25, targets: chaos.targets },
   { name: "ffi", weight: 0.03, targets: ffi.targets },
   { name: "after-stop", weight: 0.05, targets: afterStop.targets },
+  { name: "shutdown", weight: 0.1, targets: shutdown.targets },
 ];
 
 /** The pseudo target of the boundary checks: its input names the check. */

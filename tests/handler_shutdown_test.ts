@@ -1,0 +1,228 @@
+// close() and abandonInvoke(): nothing admitted ends silent (issue 11, defects 2 and 6).
+import { assert, assertEquals, assertInstanceOf, assertRejects } from "@std/assert";
+import {
+  eventFromPayload,
+  invokeResponseFromPayload,
+  makeInvokeRequestEnvelope,
+  makeResultRequestEnvelope,
+  makeStatusRequestEnvelope,
+  resultResponseFromPayload,
+  statusResponseFromPayload,
+  ToolAccepted,
+  ToolContext,
+  type ToolEnvelope,
+  ToolEvent,
+  ToolExecutionKey,
+  ToolProtocolError,
+  ToolRequest,
+  ToolResult,
+} from "../mod.ts";
+import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
+
+const OPERATIONS = [["move", "action"], ["serve", "session"]] as const;
+
+function requests(operation: string, invocationId: string) {
+  const context = new ToolContext({
+    executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
+    toolId: "forge.tool.robot",
+    implementationId: "robot",
+    endpointId: "robot",
+    operation,
+  });
+  const headers = (requestId: string) => ({ requestId, endpointInstanceId: "instance-1" });
+  return {
+    invoke: (requestId = `invoke-${invocationId}`) =>
+      makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, headers(requestId)),
+    status: () => makeStatusRequestEnvelope(context, headers(`status-${invocationId}`)),
+    result: () => makeResultRequestEnvelope(context, headers(`result-${invocationId}`)),
+  };
+}
+
+/** An event sink that records what it published and when (relative to `marks`). */
+function recorder() {
+  const log: string[] = [];
+  const events: ToolEnvelope[] = [];
+  const sink = (event: ToolEnvelope) => {
+    events.push(event);
+    log.push(`event ${event.invocationId} ${eventFromPayload(event.payload).type}`);
+  };
+  return { log, events, sink };
+}
+
+for (const [operation, semantics] of OPERATIONS) {
+  const ended = semantics === "action" ? "cancelled" : "stopped";
+  const an = semantics === "action" ? "an action" : "a session";
+
+  Deno.test(`close() waits until ${an}'s terminal event is published`, async () => {
+    const move = new LongRunning("action", "end", { endDelayMs: 30 });
+    const serve = new LongRunning("session", "end", { endDelayMs: 30 });
+    const handler = robotHandler(move, serve);
+    const { log, events, sink } = recorder();
+    const exchange = requests(operation, "inv-1");
+    const [answer] = await handler.dispatch(exchange.invoke(), { eventSink: sink });
+    assertInstanceOf(invokeResponseFromPayload(answer.payload), ToolAccepted);
+
+    await handler.close({ graceMs: 10_000 });
+    log.push("closed");
+
+    assertEquals(log, [`event inv-1 ${ended}`, "closed"]);
+    assertEquals(events[0].sequence, 0);
+    const [status] = await handler.dispatch(exchange.status());
+    assertEquals(statusResponseFromPayload(status.payload).phase, ended);
+    const [result] = await handler.dispatch(exchange.result());
+    assertEquals(resultResponseFromPayload(result.payload).result?.status, ended);
+    assertEquals(handler.state.permitsInUse[operation], 0);
+  });
+
+  Deno.test(`close() converges ${an} still running after the grace to unknown, with one executor_failed event`, async () => {
+    const move = new LongRunning("action", "ignore");
+    const serve = new LongRunning("session", "ignore");
+    const provider = semantics === "action" ? move : serve;
+    const handler = robotHandler(move, serve);
+    const { log, events, sink } = recorder();
+    const exchange = requests(operation, "inv-1");
+    await handler.dispatch(exchange.invoke(), { eventSink: sink });
+    const execution = [...provider.executions.values()][0];
+    await execution.events.emit(new ToolEvent({ type: "progress", data: { step: 1 } }));
+
+    await handler.close({ graceMs: 20 });
+    log.push("closed");
+
+    assert(execution.signal.aborted);
+    assertEquals(log, ["event inv-1 progress", "event inv-1 executor_failed", "closed"]);
+    const terminal = events[1];
+    assertEquals([terminal.sequence, terminal.invocationId, terminal.operation], [
+      1,
+      "inv-1",
+      operation,
+    ]);
+    const data = eventFromPayload(terminal.payload).data as {
+      phase: string;
+      result: { status: string; error: { code: string } };
+    };
+    assertEquals(data.phase, "unknown");
+    assertEquals(data.result.status, "unknown");
+    assertEquals(data.result.error.code, "FORGE_ENDPOINT_OUTCOME_UNKNOWN");
+
+    const [status] = await handler.dispatch(exchange.status());
+    const phase = statusResponseFromPayload(status.payload);
+    assertEquals([phase.phase, phase.error?.code], ["unknown", "FORGE_ENDPOINT_OUTCOME_UNKNOWN"]);
+    const [result] = await handler.dispatch(exchange.result());
+    const retained = resultResponseFromPayload(result.payload);
+    assertEquals(retained.status, "available");
+    assertEquals([retained.result?.status, retained.result?.error?.code], [
+      "unknown",
+      "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+    ]);
+    assertEquals(handler.state.permitsInUse[operation], 0);
+
+    // The provider's late events break the terminal state; nothing more is published.
+    const late = await assertRejects(
+      () => execution.events.emit(new ToolEvent({ type: "heartbeat" })),
+      ToolProtocolError,
+    );
+    assertEquals(late.code, "FORGE_ENDPOINT_EVENT_AFTER_TERMINAL");
+    assertEquals(events.length, 2);
+  });
+}
+
+Deno.test("close(): a terminal event stuck at its barrier when the grace runs out loses to the unknown one", async () => {
+  const barrier = Promise.withResolvers<void>();
+  const move = new LongRunning("action", "ignore");
+  // The authoritative result never arrives while the grace runs.
+  move.result = (key) => barrier.promise.then(() => LongRunning.prototype.result.call(move, key));
+  const handler = robotHandler(move, new LongRunning("session", "ignore"));
+  const { events, sink } = recorder();
+  await handler.dispatch(requests("move", "inv-1").invoke(), { eventSink: sink });
+  const execution = [...move.executions.values()][0];
+  const emitting = execution.events.emit(new ToolEvent({ type: "executor_completed" }));
+  await handler.close({ graceMs: 20 });
+  barrier.resolve();
+  const failure = await emitting.then(() => undefined, (error) => error);
+  assertInstanceOf(failure, ToolProtocolError);
+  assertEquals(failure.code, "FORGE_ENDPOINT_UNAVAILABLE");
+  assertEquals(events.map((event) => eventFromPayload(event.payload).type), ["executor_failed"]);
+});
+
+Deno.test("close() on many running executions: each ends with exactly one terminal event", async () => {
+  const move = new LongRunning("action", "end", { endDelayMs: 5 });
+  const serve = new LongRunning("session", "ignore");
+  const handler = robotHandler(move, serve);
+  const { events, sink } = recorder();
+  for (let i = 0; i < 4; i++) {
+    await handler.dispatch(requests("move", `move-${i}`).invoke(), { eventSink: sink });
+    await handler.dispatch(requests("serve", `serve-${i}`).invoke(), { eventSink: sink });
+  }
+  await handler.close({ graceMs: 50 });
+  const terminals = new Map<string, string[]>();
+  for (const event of events) {
+    const list = terminals.get(event.invocationId!) ?? [];
+    list.push(eventFromPayload(event.payload).type);
+    terminals.set(event.invocationId!, list);
+  }
+  for (let i = 0; i < 4; i++) {
+    assertEquals(terminals.get(`move-${i}`), ["cancelled"]);
+    assertEquals(terminals.get(`serve-${i}`), ["executor_failed"]);
+  }
+  assertEquals(handler.state.activeInvocations, 0);
+});
+
+Deno.test("abandonInvoke(): the undelivered acceptance's execution is aborted and converges to unknown, silently", async () => {
+  const move = new LongRunning("action", "ignore");
+  const serve = new LongRunning("session", "ignore");
+  const handler = robotHandler(move, serve);
+  const { events, sink } = recorder();
+  const exchange = requests("move", "inv-1");
+  const invoke = exchange.invoke();
+  await handler.dispatch(invoke, { eventSink: sink });
+  const execution = [...move.executions.values()][0];
+  assertEquals(handler.state.permitsInUse.move, 1);
+
+  assertEquals(handler.abandonInvoke(invoke), true);
+  assertEquals(handler.abandonInvoke(invoke), false); // once
+
+  assert(execution.signal.aborted);
+  assertEquals((execution.signal.reason as DOMException).name, "AbortError");
+  assertEquals(handler.state.permitsInUse.move, 0);
+  const late = await assertRejects(
+    () => execution.events.emit(new ToolEvent({ type: "progress" })),
+    ToolProtocolError,
+  );
+  assertEquals(late.code, "FORGE_ENDPOINT_EVENT_AFTER_TERMINAL");
+  assertEquals(events, []);
+
+  // A duplicate invoke (a retry with the same key), status and result all read the unknown.
+  const [duplicate] = await handler.dispatch(exchange.invoke("invoke-again"), { eventSink: sink });
+  const outcome = invokeResponseFromPayload(duplicate.payload);
+  assertInstanceOf(outcome, ToolResult);
+  assertEquals([outcome.status, outcome.error?.code], [
+    "unknown",
+    "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+  ]);
+  assertEquals(duplicate.requestId, "invoke-again");
+  const [status] = await handler.dispatch(exchange.status());
+  assertEquals(statusResponseFromPayload(status.payload).phase, "unknown");
+  const [result] = await handler.dispatch(exchange.result());
+  assertEquals(resultResponseFromPayload(result.payload).result?.status, "unknown");
+  // Nothing is left for close() to wait for or to publish.
+  await handler.close({ graceMs: 10_000 });
+  assertEquals(events, []);
+});
+
+Deno.test("abandonInvoke() changes nothing for other requests", async () => {
+  const move = new LongRunning("action", "ignore");
+  const serve = new LongRunning("session", "ignore");
+  const handler = robotHandler(move, serve);
+  const { sink } = recorder();
+  await handler.dispatch(requests("serve", "s-1").invoke(), { eventSink: sink });
+  // An unknown key, a status request, the key under another operation.
+  assertEquals(handler.abandonInvoke(requests("move", "nobody").invoke()), false);
+  assertEquals(handler.abandonInvoke(requests("serve", "s-1").status()), false);
+  assertEquals(handler.abandonInvoke(requests("move", "s-1").invoke()), false);
+  // A duplicate invoke (another request_id) replays the acceptance the first caller got: its
+  // own undelivered answer does not end the execution.
+  assertEquals(handler.abandonInvoke(requests("serve", "s-1").invoke("duplicate")), false);
+  assertEquals(handler.state.permitsInUse.serve, 1);
+  assertEquals([...serve.executions.values()][0].signal.aborted, false);
+  await handler.close({ graceMs: 10 });
+});
