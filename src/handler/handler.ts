@@ -49,6 +49,7 @@ import {
 } from "../wire/messages.ts";
 import { pyRepr } from "../wire/_repr.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
 
@@ -126,7 +127,7 @@ interface ExecutionRecord {
   result: ToolResult | undefined;
   emitter: ExecutionEmitter | undefined;
   abort: AbortController | undefined;
-  deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  deadlineTimer: DeadlineTimer | undefined;
   /** Removes the execution's handler-close listener (set while the execution is linked). */
   unlinkLifetime: (() => void) | undefined;
 }
@@ -239,6 +240,10 @@ export class ToolEndpointHandler {
   readonly #dispatches = new Set<Promise<unknown>>();
   readonly #lifetime = new AbortController();
   readonly #abandon = new AbortController();
+  // One listener per shared signal, fanning out: linking a call costs O(1) however many pend.
+  readonly #onLifetimeEnd = new AbortFanout(this.#lifetime.signal);
+  readonly #onAbandon = new AbortFanout(this.#abandon.signal);
+  readonly #callerSignals = new WeakMap<AbortSignal, AbortFanout>();
   #closed = false;
 
   /**
@@ -694,7 +699,9 @@ export class ToolEndpointHandler {
       const start = this.#call(() =>
         provider.start(toolRequest, context, emitter, { signal: execution.abort!.signal })
       );
-      accepted = await (callerSignal === undefined ? start : raceAbort(start, callerSignal));
+      accepted = await (callerSignal === undefined
+        ? start
+        : raceAbort(start, this.#callerFanout(callerSignal)));
       if (!(accepted instanceof ToolAccepted)) {
         throw new TypeError("Tool endpoint start() must return a ToolAccepted");
       }
@@ -750,7 +757,7 @@ export class ToolEndpointHandler {
   ): Promise<ToolEnvelope> {
     if (!record.settled) {
       const ready = record.ready!.promise;
-      await (signal === undefined ? ready : raceAbort(ready, signal));
+      await (signal === undefined ? ready : raceAbort(ready, this.#callerFanout(signal)));
     }
     if (record.outcome === undefined) {
       throw new Error("Execution record became ready without an outcome");
@@ -779,32 +786,26 @@ export class ToolEndpointHandler {
 
   /**
    * Makes `controller` abort when the handler closes and, when deadlines are enforced, at the
-   * context's deadline. Returns the function that undoes the link.
+   * context's deadline. Returns the function that undoes the link. O(1) however many executions
+   * are linked: the handler's lifetime signal has one listener, fanning out.
    */
   #linkSignals(
     controller: AbortController,
     context: ToolContext,
     record?: ExecutionRecord,
   ): () => void {
-    const lifetime = this.#lifetime.signal;
-    const onClose = () => controller.abort(lifetime.reason);
-    if (lifetime.aborted) onClose();
-    else lifetime.addEventListener("abort", onClose, { once: true });
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const unlinkLifetime = this.#onLifetimeEnd.subscribe((reason) => controller.abort(reason));
+    let timer: DeadlineTimer | undefined;
     if (this.#enforceDeadlines && context.deadlineMs !== undefined) {
-      const id = setTimeout(() => {
+      timer = atDeadline(context.deadlineMs, this.#now, () => {
         controller.abort(new DOMException("deadline_ms passed", "TimeoutError"));
-      }, Math.max(0, context.deadlineMs - this.#now()));
-      Deno.unrefTimer(id);
-      timer = id;
+      });
       if (record !== undefined) record.deadlineTimer = timer;
     }
-    if (record !== undefined) {
-      record.unlinkLifetime = () => lifetime.removeEventListener("abort", onClose);
-    }
+    if (record !== undefined) record.unlinkLifetime = unlinkLifetime;
     return () => {
-      lifetime.removeEventListener("abort", onClose);
-      if (record === undefined) clearTimeout(timer);
+      unlinkLifetime();
+      if (record === undefined) timer?.clear();
     };
   }
 
@@ -812,10 +813,18 @@ export class ToolEndpointHandler {
   #clearDeadline(record: ExecutionRecord): void {
     record.unlinkLifetime?.();
     record.unlinkLifetime = undefined;
-    if (record.deadlineTimer !== undefined) {
-      clearTimeout(record.deadlineTimer);
-      record.deadlineTimer = undefined;
+    record.deadlineTimer?.clear();
+    record.deadlineTimer = undefined;
+  }
+
+  /** The fan-out of a caller's abort signal (one listener on it however many calls wait). */
+  #callerFanout(signal: AbortSignal): AbortFanout {
+    let fanout = this.#callerSignals.get(signal);
+    if (fanout === undefined) {
+      fanout = new AbortFanout(signal);
+      this.#callerSignals.set(signal, fanout);
     }
+    return fanout;
   }
 
   /** Calls provider code (a synchronous throw becomes a rejection) and tracks it for close(). */
@@ -829,7 +838,7 @@ export class ToolEndpointHandler {
     this.#inFlight.add(promise);
     const forget = () => this.#inFlight.delete(promise);
     promise.then(forget, forget);
-    return raceAbort(promise, this.#abandon.signal);
+    return raceAbort(promise, this.#onAbandon);
   }
 
   #settle(record: ExecutionRecord, outcome: InvokeResponse): void {
@@ -1141,23 +1150,4 @@ async function settleWithin(pending: ReadonlySet<Promise<unknown>>, ms: number):
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** Awaits `promise`, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }
