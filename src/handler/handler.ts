@@ -101,7 +101,7 @@ export interface ToolEndpointHandlerState {
   readonly permitsInUse: Readonly<Record<string, number>>;
   /** `max_concurrency` per Action/Session operation. */
   readonly maxConcurrency: Readonly<Record<string, number>>;
-  /** Query calls in progress per Query operation. */
+  /** Query calls in progress per Query operation (at most its `max_concurrency`). */
   readonly activeQueries: Readonly<Record<string, number>>;
   /** Executions in progress: permits in use plus Query calls in progress. */
   readonly activeInvocations: number;
@@ -173,6 +173,15 @@ function rejection(code: string, message: string, retryable: boolean): ToolError
   return new ToolError({ code, message, retryable });
 }
 
+/** The retryable rejection of an invoke while its operation runs `max_concurrency` executions. */
+function atCapacity(operation: ToolOperationDescriptor): ToolError {
+  return rejection(
+    ToolErrorCodes.ENDPOINT_CAPACITY,
+    `operation '${operation.name}' is at max_concurrency`,
+    true,
+  );
+}
+
 /**
  * The provider side of the ToolEndpoint Wire for one endpoint instance.
  *
@@ -182,6 +191,12 @@ function rejection(code: string, message: string, retryable: boolean): ToolError
  * `tool.error`). Action and Session executions are admitted against the operation's
  * `max_concurrency`, deduplicated by {@linkcode ToolExecutionKey} (a duplicate invoke replays the
  * original answer without restarting the provider), and retained in a bounded ledger.
+ *
+ * Unlike the reference, which runs every Query it receives at once, a Query is admitted against
+ * its operation's `max_concurrency` too: while that many Query calls of the operation are in
+ * progress, another is answered with the retryable `FORGE_ENDPOINT_CAPACITY` rejection
+ * ("operation '<name>' is at max_concurrency"), as an Action would be. Queries are not
+ * deduplicated and not retained.
  *
  * @example
  * ```ts
@@ -556,6 +571,11 @@ export class ToolEndpointHandler {
     const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
     const refusal = this.#admissionRefusal(context);
     if (refusal !== undefined) return makeInvokeResponseEnvelope(refusal, request);
+    // Beyond the reference, which runs every Query at once: a Query holds one of the operation's
+    // max_concurrency slots while its provider call is in progress.
+    if (this.#activeQueries.get(operation.name)! >= operation.maxConcurrency) {
+      return makeInvokeResponseEnvelope(atCapacity(operation), request);
+    }
     const provider = this.#implementations.get(operation.name) as QueryToolEndpoint;
     const controller = new AbortController();
     const unlink = this.#linkSignals(controller, context);
@@ -639,16 +659,7 @@ export class ToolEndpointHandler {
     const refusal = this.#admissionRefusal(context);
     if (refusal !== undefined) return [makeInvokeResponseEnvelope(refusal, request)];
     if (this.#permits.get(operation.name)! >= operation.maxConcurrency) {
-      return [
-        makeInvokeResponseEnvelope(
-          rejection(
-            ToolErrorCodes.ENDPOINT_CAPACITY,
-            `operation '${operation.name}' is at max_concurrency`,
-            true,
-          ),
-          request,
-        ),
-      ];
+      return [makeInvokeResponseEnvelope(atCapacity(operation), request)];
     }
     if (!this.#makeRoom()) {
       return [
