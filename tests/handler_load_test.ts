@@ -13,6 +13,7 @@ import {
   ToolEndpointHandler,
   type ToolEnvelope,
   ToolError,
+  ToolEvent,
   type ToolEventEmitter,
   ToolExecutionStatus,
   ToolOperationDescriptor,
@@ -21,7 +22,9 @@ import {
 } from "../mod.ts";
 import {
   acceptedOutcome,
+  checkProtocolError,
   completedResult,
+  eventOf,
   gate,
   type HandlerExtras,
   INSTANCE,
@@ -362,6 +365,62 @@ test("a query releases its slot however its provider call ends", async () => {
   assertStrictEquals(handler.state.activeQueries.detect, 0);
   provider.onQuery = () => OK;
   assertEquals(completedResult((await handler.dispatch(invokeFor(Q)))[0]), OK);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Events waiting to be published are bounded
+
+test("late events beyond maxPendingEvents are refused without a sequence gap", async () => {
+  const provider = new Provider();
+  const handler = cell(provider, { maxPendingEvents: 4 });
+  const published: ToolEnvelope[] = [];
+  const hold = gate();
+  const eventSink = async (event: ToolEnvelope) => {
+    await hold.promise;
+    published.push(event);
+  };
+  acceptedOutcome((await handler.dispatch(invokeFor(A), { eventSink }))[0]);
+  const emitter = provider.emitters[0];
+  const progress = (n: number) => new ToolEvent({ type: "progress", data: { n } });
+  // A provider that does not await emit(): only four may wait.
+  const emits = Array.from({ length: 10 }, (_, n) => emitter.emit(progress(n)));
+  const outcomes = Promise.allSettled(emits);
+  hold.open();
+  const settledEmits = await outcomes;
+  for (const outcome of settledEmits.slice(0, 4)) assertStrictEquals(outcome.status, "fulfilled");
+  for (const outcome of settledEmits.slice(4)) {
+    assertStrictEquals(outcome.status, "rejected");
+    checkProtocolError(
+      (outcome as PromiseRejectedResult).reason,
+      "FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE",
+      {
+        message:
+          "Tool endpoint has 4 events waiting to be published; await emit() before emitting more",
+      },
+    );
+  }
+  // Once they are published, emitting works again and the sequence has no gap.
+  await emitter.emit(progress(10));
+  assertEquals(published.map((event) => event.sequence), [0, 1, 2, 3, 4]);
+  assertEquals(published.map((event) => eventOf(event).data.n), [0, 1, 2, 3, 10]);
+  await handler.close({ graceMs: 0 });
+});
+
+test("maxPendingEvents must be a positive integer", () => {
+  for (const [value, shown] of [[0, "0"], [-1, "-1"], [1.5, "1.5"], ["8", '"8"'], [NaN, "NaN"]]) {
+    let error: unknown;
+    try {
+      cell(new Provider(), { maxPendingEvents: value as number });
+    } catch (caught) {
+      error = caught;
+    }
+    assertInstanceOf(error, RangeError);
+    assertStrictEquals(
+      error.message,
+      `Cannot create the handler as 'maxPendingEvents' must be a positive integer: current value is ${shown}`,
+    );
+  }
+  return Promise.resolve();
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -63,6 +63,14 @@ export interface ToolEndpointHandlerOptions {
     | ReadonlyMap<string, ToolEndpointImplementation>;
   /** Events an execution may emit before it is accepted (default 32). */
   readonly maxEarlyEvents?: number;
+  /**
+   * Events of one execution that may wait to be published at once, that is `emit()` calls in
+   * progress (default 1024). A provider that does not await `emit()` queues its events; one more
+   * than this rejects at once with a {@linkcode ToolProtocolError} whose code is
+   * `FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE`, is not numbered and is not published.
+   * @default {1024}
+   */
+  readonly maxPendingEvents?: number;
   /** Action and Session executions retained for duplicate suppression (default 1024). */
   readonly maxRetainedExecutions?: number;
   /**
@@ -245,6 +253,7 @@ export class ToolEndpointHandler {
   readonly #implementations: ReadonlyMap<string, ToolEndpointImplementation>;
   readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
   readonly #maxEarlyEvents: number;
+  readonly #maxPendingEvents: number;
   readonly #maxRetained: number;
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
@@ -263,8 +272,9 @@ export class ToolEndpointHandler {
 
   /**
    * Binds one implementation to every declared operation. Checks, in order: the descriptor, its
-   * protocol version, the operations mapping, `maxEarlyEvents`, `maxRetainedExecutions`, the
-   * exact operation mapping, the methods each semantics requires, and `endpointInstanceId`.
+   * protocol version, the operations mapping, `maxEarlyEvents`, `maxRetainedExecutions`,
+   * `maxPendingEvents`, the exact operation mapping, the methods each semantics requires, and
+   * `endpointInstanceId`.
    */
   constructor(descriptor: ToolEndpointDescriptor, options: ToolEndpointHandlerOptions) {
     if (!(descriptor instanceof ToolEndpointDescriptor)) {
@@ -289,6 +299,21 @@ export class ToolEndpointHandler {
       options.maxRetainedExecutions ?? 1024,
       "max_retained_executions",
     );
+    const maxPendingEvents: unknown = options.maxPendingEvents ?? 1024;
+    if (
+      typeof maxPendingEvents !== "number" || !Number.isSafeInteger(maxPendingEvents) ||
+      maxPendingEvents <= 0
+    ) {
+      throw new RangeError(
+        "Cannot create the handler as 'maxPendingEvents' must be a positive integer: " +
+          `current value is ${
+            typeof maxPendingEvents === "string"
+              ? JSON.stringify(maxPendingEvents)
+              : String(maxPendingEvents)
+          }`,
+      );
+    }
+    this.#maxPendingEvents = maxPendingEvents;
     const implementations = new Map<string, ToolEndpointImplementation>();
     const entries = isMap
       ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
@@ -698,6 +723,7 @@ export class ToolEndpointHandler {
       context,
       this.#endpointInstanceId,
       this.#maxEarlyEvents,
+      this.#maxPendingEvents,
       options.eventSink,
     );
     execution.emitter = emitter;
