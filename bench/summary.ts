@@ -1,9 +1,10 @@
 /**
  * Runs the bench suites (`deno bench --json`, one process, one run) and prints every case beside
  * its group's baseline, then a short table of the key ratios: the Wire codec against bare
- * `JSON.parse`/`JSON.stringify`, the execution ledger against a bare `Map`, the fast carrier codec
- * against apache-arrow's generic path, and the fast codec at 64 KiB against the Wire codec. The
- * Wire and carrier ratios are checked against the targets they are held to.
+ * `JSON.parse`/`JSON.stringify`, the execution ledger against a bare `Map`, a Query round trip with
+ * 50,000 hung Queries pending against one with none, the fast carrier codec against apache-arrow's
+ * generic path, and the fast codec at 64 KiB against the Wire codec. The Wire and carrier ratios
+ * are checked against the targets they are held to.
  *
  * ```sh
  * deno task bench                                  # every suite in bench/
@@ -36,7 +37,12 @@ interface BenchReport {
   readonly benches: readonly BenchRecord[];
 }
 
-const SUITES = ["bench/wire_bench.ts", "bench/ledger_bench.ts", "bench/carrier_bench.ts"];
+const SUITES = [
+  "bench/wire_bench.ts",
+  "bench/ledger_bench.ts",
+  "bench/pending_bench.ts",
+  "bench/carrier_bench.ts",
+];
 const BENCH_FLAGS = ["--v8-flags=--expose-gc", "--allow-read", "--allow-env", "--allow-ffi"];
 
 /** Runs `deno bench --json` on `files`; module output (console logs) is echoed as it was. */
@@ -187,6 +193,15 @@ function keyRatios(report: BenchReport): KeyRatio[] {
       value: ratio(
         avg(report, "query invoke", "dispatch"),
         avg(report, "query invoke", "bare call"),
+      ),
+      unit: "cost",
+    },
+    {
+      suite: "pending",
+      measure: "Query round trip with 50,000 hung Queries pending / with none",
+      value: ratio(
+        avg(report, "query round trip under load", "healthy Query with 50,000"),
+        avg(report, "query round trip under load", "healthy Query with 0"),
       ),
       unit: "cost",
     },

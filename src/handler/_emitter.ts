@@ -48,13 +48,17 @@ export interface EmitterHost {
 /**
  * The emitter of one admitted execution. Events are numbered from 0; before acceptance they are
  * buffered (at most `maxEarlyEvents`), after it each is published through the sink while the
- * lock is held, so concurrent emits publish in sequence order.
+ * lock is held, so concurrent emits publish in sequence order. At most `maxPendingEvents` emit
+ * calls may be in progress at once (a provider that does not await `emit()` queues them on the
+ * lock): one more rejects at once with `FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE`, before it is
+ * numbered, so the published sequence keeps no gap.
  */
 export class ExecutionEmitter implements ToolEventEmitter {
   readonly #host: EmitterHost;
   readonly #context: ToolContext;
   readonly #endpointInstanceId: string;
   readonly #maxEarlyEvents: number;
+  readonly #maxPendingEvents: number;
   readonly #sink: ToolEventSink | undefined;
   readonly #lock = new FifoLock();
   #buffer: ToolEnvelope[] = [];
@@ -70,6 +74,8 @@ export class ExecutionEmitter implements ToolEventEmitter {
   /** Resolves once event progression ended: see {@linkcode ExecutionEmitter.finished}. */
   readonly #finished = Promise.withResolvers<void>();
   #isFinished = false;
+  /** emit() calls in progress: waiting for the lock, the terminal barrier or the sink. */
+  #pending = 0;
   /** Set when the early buffer overflowed: the start converges to `unknown` whatever it returns. */
   overflowed = false;
 
@@ -78,18 +84,36 @@ export class ExecutionEmitter implements ToolEventEmitter {
     context: ToolContext,
     endpointInstanceId: string,
     maxEarlyEvents: number,
+    maxPendingEvents: number,
     sink: ToolEventSink | undefined,
   ) {
     this.#host = host;
     this.#context = context;
     this.#endpointInstanceId = endpointInstanceId;
     this.#maxEarlyEvents = maxEarlyEvents;
+    this.#maxPendingEvents = maxPendingEvents;
     this.#sink = sink;
   }
 
   /** Emits one event (see {@linkcode ToolEventEmitter.emit}). */
   async emit(event: ToolEvent): Promise<void> {
     if (!(event instanceof ToolEvent)) throw new TypeError("event must be a ToolEvent");
+    if (this.#pending >= this.#maxPendingEvents) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.ENDPOINT_EVENT_SINK_UNAVAILABLE,
+        `Tool endpoint has ${this.#maxPendingEvents} events waiting to be published; ` +
+          "await emit() before emitting more",
+      );
+    }
+    this.#pending++;
+    try {
+      await this.#emit(event);
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  async #emit(event: ToolEvent): Promise<void> {
     const phase = Object.hasOwn(TERMINAL_EVENT_PHASE, event.type)
       ? TERMINAL_EVENT_PHASE[event.type]
       : undefined;

@@ -52,6 +52,7 @@ import {
 import { pyRepr } from "../wire/_repr.ts";
 import { settleWithin } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
 
@@ -65,6 +66,14 @@ export interface ToolEndpointHandlerOptions {
     | ReadonlyMap<string, ToolEndpointImplementation>;
   /** Events an execution may emit before it is accepted (default 32). */
   readonly maxEarlyEvents?: number;
+  /**
+   * Events of one execution that may wait to be published at once, that is `emit()` calls in
+   * progress (default 1024). A provider that does not await `emit()` queues its events; one more
+   * than this rejects at once with a {@linkcode ToolProtocolError} whose code is
+   * `FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE`, is not numbered and is not published.
+   * @default {1024}
+   */
+  readonly maxPendingEvents?: number;
   /** Action and Session executions retained for duplicate suppression (default 1024). */
   readonly maxRetainedExecutions?: number;
   /**
@@ -108,7 +117,7 @@ export interface ToolEndpointHandlerState {
   readonly permitsInUse: Readonly<Record<string, number>>;
   /** `max_concurrency` per Action/Session operation. */
   readonly maxConcurrency: Readonly<Record<string, number>>;
-  /** Query calls in progress per Query operation. */
+  /** Query calls in progress per Query operation (at most its `max_concurrency`). */
   readonly activeQueries: Readonly<Record<string, number>>;
   /** Executions in progress: permits in use plus Query calls in progress. */
   readonly activeInvocations: number;
@@ -136,7 +145,7 @@ interface ExecutionRecord {
   result: ToolResult | undefined;
   emitter: ExecutionEmitter | undefined;
   abort: AbortController | undefined;
-  deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  deadlineTimer: DeadlineTimer | undefined;
   /** Removes the execution's handler-close listener (set while the execution is linked). */
   unlinkLifetime: (() => void) | undefined;
 }
@@ -208,6 +217,15 @@ function rejection(code: string, message: string, retryable: boolean): ToolError
   return new ToolError({ code, message, retryable });
 }
 
+/** The retryable rejection of an invoke while its operation runs `max_concurrency` executions. */
+function atCapacity(operation: ToolOperationDescriptor): ToolError {
+  return rejection(
+    ToolErrorCodes.ENDPOINT_CAPACITY,
+    `operation '${operation.name}' is at max_concurrency`,
+    true,
+  );
+}
+
 /**
  * The provider side of the ToolEndpoint Wire for one endpoint instance.
  *
@@ -217,6 +235,12 @@ function rejection(code: string, message: string, retryable: boolean): ToolError
  * `tool.error`). Action and Session executions are admitted against the operation's
  * `max_concurrency`, deduplicated by {@linkcode ToolExecutionKey} (a duplicate invoke replays the
  * original answer without restarting the provider), and retained in a bounded ledger.
+ *
+ * Unlike the reference, which runs every Query it receives at once, a Query is admitted against
+ * its operation's `max_concurrency` too: while that many Query calls of the operation are in
+ * progress, another is answered with the retryable `FORGE_ENDPOINT_CAPACITY` rejection
+ * ("operation '<name>' is at max_concurrency"), as an Action would be. Queries are not
+ * deduplicated and not retained.
  *
  * @example
  * ```ts
@@ -266,6 +290,7 @@ export class ToolEndpointHandler {
   readonly #implementations: ReadonlyMap<string, ToolEndpointImplementation>;
   readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
   readonly #maxEarlyEvents: number;
+  readonly #maxPendingEvents: number;
   readonly #maxRetained: number;
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
@@ -276,6 +301,10 @@ export class ToolEndpointHandler {
   readonly #dispatches = new Set<Promise<unknown>>();
   readonly #lifetime = new AbortController();
   readonly #abandon = new AbortController();
+  // One listener per shared signal, fanning out: linking a call costs O(1) however many pend.
+  readonly #onLifetimeEnd = new AbortFanout(this.#lifetime.signal);
+  readonly #onAbandon = new AbortFanout(this.#abandon.signal);
+  readonly #callerSignals = new WeakMap<AbortSignal, AbortFanout>();
   #closed = false;
   /** Listeners of {@linkcode ToolEndpointHandler.watchState}, told once per microtask turn. */
   readonly #stateWatchers = new Set<() => void>();
@@ -283,8 +312,9 @@ export class ToolEndpointHandler {
 
   /**
    * Binds one implementation to every declared operation. Checks, in order: the descriptor, its
-   * protocol version, the operations mapping, `maxEarlyEvents`, `maxRetainedExecutions`, the
-   * exact operation mapping, the methods each semantics requires, and `endpointInstanceId`.
+   * protocol version, the operations mapping, `maxEarlyEvents`, `maxRetainedExecutions`,
+   * `maxPendingEvents`, the exact operation mapping, the methods each semantics requires, and
+   * `endpointInstanceId`.
    */
   constructor(descriptor: ToolEndpointDescriptor, options: ToolEndpointHandlerOptions) {
     if (!(descriptor instanceof ToolEndpointDescriptor)) {
@@ -309,6 +339,21 @@ export class ToolEndpointHandler {
       options.maxRetainedExecutions ?? 1024,
       "max_retained_executions",
     );
+    const maxPendingEvents: unknown = options.maxPendingEvents ?? 1024;
+    if (
+      typeof maxPendingEvents !== "number" || !Number.isSafeInteger(maxPendingEvents) ||
+      maxPendingEvents <= 0
+    ) {
+      throw new RangeError(
+        "Cannot create the handler as 'maxPendingEvents' must be a positive integer: " +
+          `current value is ${
+            typeof maxPendingEvents === "string"
+              ? JSON.stringify(maxPendingEvents)
+              : String(maxPendingEvents)
+          }`,
+      );
+    }
+    this.#maxPendingEvents = maxPendingEvents;
     const implementations = new Map<string, ToolEndpointImplementation>();
     const entries = isMap
       ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
@@ -819,6 +864,11 @@ export class ToolEndpointHandler {
     const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
     const refusal = this.#admissionRefusal(context);
     if (refusal !== undefined) return makeInvokeResponseEnvelope(refusal, request);
+    // Beyond the reference, which runs every Query at once: a Query holds one of the operation's
+    // max_concurrency slots while its provider call is in progress.
+    if (this.#activeQueries.get(operation.name)! >= operation.maxConcurrency) {
+      return makeInvokeResponseEnvelope(atCapacity(operation), request);
+    }
     const provider = this.#implementations.get(operation.name) as QueryToolEndpoint;
     const controller = new AbortController();
     const unlink = this.#linkSignals(controller, context);
@@ -902,16 +952,7 @@ export class ToolEndpointHandler {
     const refusal = this.#admissionRefusal(context);
     if (refusal !== undefined) return [makeInvokeResponseEnvelope(refusal, request)];
     if (this.#permits.get(operation.name)! >= operation.maxConcurrency) {
-      return [
-        makeInvokeResponseEnvelope(
-          rejection(
-            ToolErrorCodes.ENDPOINT_CAPACITY,
-            `operation '${operation.name}' is at max_concurrency`,
-            true,
-          ),
-          request,
-        ),
-      ];
+      return [makeInvokeResponseEnvelope(atCapacity(operation), request)];
     }
     if (!this.#makeRoom()) {
       return [
@@ -952,6 +993,7 @@ export class ToolEndpointHandler {
       context,
       this.#endpointInstanceId,
       this.#maxEarlyEvents,
+      this.#maxPendingEvents,
       options.eventSink,
     );
     execution.emitter = emitter;
@@ -964,7 +1006,9 @@ export class ToolEndpointHandler {
       const start = this.#call(() =>
         provider.start(toolRequest, context, emitter, { signal: execution.abort!.signal })
       );
-      accepted = await (callerSignal === undefined ? start : raceAbort(start, callerSignal));
+      accepted = await (callerSignal === undefined
+        ? start
+        : raceAbort(start, this.#callerFanout(callerSignal)));
       if (!(accepted instanceof ToolAccepted)) {
         throw new TypeError("Tool endpoint start() must return a ToolAccepted");
       }
@@ -1020,7 +1064,7 @@ export class ToolEndpointHandler {
   ): Promise<ToolEnvelope> {
     if (!record.settled) {
       const ready = record.ready!.promise;
-      await (signal === undefined ? ready : raceAbort(ready, signal));
+      await (signal === undefined ? ready : raceAbort(ready, this.#callerFanout(signal)));
     }
     if (record.outcome === undefined) {
       throw new Error("Execution record became ready without an outcome");
@@ -1049,32 +1093,26 @@ export class ToolEndpointHandler {
 
   /**
    * Makes `controller` abort when the handler closes and, when deadlines are enforced, at the
-   * context's deadline. Returns the function that undoes the link.
+   * context's deadline. Returns the function that undoes the link. O(1) however many executions
+   * are linked: the handler's lifetime signal has one listener, fanning out.
    */
   #linkSignals(
     controller: AbortController,
     context: ToolContext,
     record?: ExecutionRecord,
   ): () => void {
-    const lifetime = this.#lifetime.signal;
-    const onClose = () => controller.abort(lifetime.reason);
-    if (lifetime.aborted) onClose();
-    else lifetime.addEventListener("abort", onClose, { once: true });
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const unlinkLifetime = this.#onLifetimeEnd.subscribe((reason) => controller.abort(reason));
+    let timer: DeadlineTimer | undefined;
     if (this.#enforceDeadlines && context.deadlineMs !== undefined) {
-      const id = setTimeout(() => {
+      timer = atDeadline(context.deadlineMs, this.#now, () => {
         controller.abort(new DOMException("deadline_ms passed", "TimeoutError"));
-      }, Math.max(0, context.deadlineMs - this.#now()));
-      Deno.unrefTimer(id);
-      timer = id;
+      });
       if (record !== undefined) record.deadlineTimer = timer;
     }
-    if (record !== undefined) {
-      record.unlinkLifetime = () => lifetime.removeEventListener("abort", onClose);
-    }
+    if (record !== undefined) record.unlinkLifetime = unlinkLifetime;
     return () => {
-      lifetime.removeEventListener("abort", onClose);
-      if (record === undefined) clearTimeout(timer);
+      unlinkLifetime();
+      if (record === undefined) timer?.clear();
     };
   }
 
@@ -1082,10 +1120,18 @@ export class ToolEndpointHandler {
   #clearDeadline(record: ExecutionRecord): void {
     record.unlinkLifetime?.();
     record.unlinkLifetime = undefined;
-    if (record.deadlineTimer !== undefined) {
-      clearTimeout(record.deadlineTimer);
-      record.deadlineTimer = undefined;
+    record.deadlineTimer?.clear();
+    record.deadlineTimer = undefined;
+  }
+
+  /** The fan-out of a caller's abort signal (one listener on it however many calls wait). */
+  #callerFanout(signal: AbortSignal): AbortFanout {
+    let fanout = this.#callerSignals.get(signal);
+    if (fanout === undefined) {
+      fanout = new AbortFanout(signal);
+      this.#callerSignals.set(signal, fanout);
     }
+    return fanout;
   }
 
   /** Calls provider code (a synchronous throw becomes a rejection) and tracks it for close(). */
@@ -1099,7 +1145,7 @@ export class ToolEndpointHandler {
     this.#inFlight.add(promise);
     const forget = () => this.#inFlight.delete(promise);
     promise.then(forget, forget);
-    return raceAbort(promise, this.#abandon.signal);
+    return raceAbort(promise, this.#onAbandon);
   }
 
   #settle(record: ExecutionRecord, outcome: InvokeResponse): void {
@@ -1401,23 +1447,4 @@ function checkTransition(
     ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
     `provider status changed from '${previous.phase}' to '${next.phase}'`,
   );
-}
-
-/** Awaits `promise`, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -1007,6 +1007,252 @@ export const chaosTarget: FuzzTarget<Schedule> = {
   timeBoundMs: 2000,
 };
 
+// ---------------------------------------------------------------------------------------------
+// Thousands of hung calls
+
+/** A load scenario: provider calls that never settle, then healthy traffic, then close(). */
+export interface HungScenario {
+  /** Queries whose provider call never settles. */
+  readonly queries: number;
+  /** Action invokes whose start() never settles. */
+  readonly actions: number;
+  /** Free Query and Action slots beyond the hung calls (max_concurrency = hung + slack). */
+  readonly slack: number;
+  /** Healthy Queries and Actions sent while the hung calls are pending. */
+  readonly healthy: number;
+  /** The handler enforces deadline_ms; the hung calls carry a far deadline when set. */
+  readonly enforceDeadlines: boolean;
+  /** How far ahead the hung calls' deadline lies, in ms (beyond setTimeout's range), or none. */
+  readonly deadlineAhead: number | null;
+  /** Hung Action invokes share one caller AbortSignal, aborted before close() when set. */
+  readonly callerSignal: "none" | "kept" | "aborted";
+  /** Duplicates of one hung Action invoke, waiting on its start. */
+  readonly duplicates: number;
+}
+
+/** Thousands of hung calls of each kind, a little healthy traffic, and a far deadline or none. */
+export function hungScenarioArb(): fc.Arbitrary<HungScenario> {
+  return fc.record({
+    queries: fc.integer({ min: 1000, max: 4000 }),
+    actions: fc.integer({ min: 1000, max: 4000 }),
+    slack: fc.integer({ min: 1, max: 3 }),
+    healthy: fc.integer({ min: 1, max: 8 }),
+    enforceDeadlines: fc.boolean(),
+    deadlineAhead: fc.oneof(
+      fc.constant(null),
+      fc.constantFrom(30 * 86_400_000, 2 ** 31, Number.MAX_SAFE_INTEGER),
+    ),
+    callerSignal: fc.constantFrom("none", "kept", "aborted" as const),
+    duplicates: fc.integer({ min: 0, max: 200 }),
+  });
+}
+
+/**
+ * Runs one hung-calls scenario. While the hung calls are pending: every healthy Query and Action
+ * is answered (completed, accepted, its status and result), a Query beyond max_concurrency is
+ * refused as FORGE_ENDPOINT_CAPACITY, the counters match, and no far deadline aborts a provider
+ * signal. Then close() returns, every hung call is answered exactly once (or rejected with the
+ * caller's reason when its caller abandoned it), none of them as a provider success, and every
+ * provider signal is aborted, every slot and permit returned.
+ */
+export async function runHungScenario(
+  scenario: HungScenario,
+  counters: Record<string, number> = {},
+): Promise<void> {
+  const count = (name: string, n = 1) => (counters[name] = (counters[name] ?? 0) + n);
+  const signals: AbortSignal[] = []; // of the hung provider calls
+  const finished = new Set<string>();
+  const done = new ToolResult({ status: "succeeded", outputs: { ok: true } });
+  const handler = new ToolEndpointHandler(
+    new ToolEndpointDescriptor({
+      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+      endpointId: ENDPOINT,
+      operations: [
+        new ToolOperationDescriptor({
+          name: "detect",
+          semantics: "query",
+          maxConcurrency: scenario.queries + scenario.slack,
+        }),
+        new ToolOperationDescriptor({
+          name: "move",
+          semantics: "action",
+          cancellable: true,
+          statusSupported: true,
+          maxConcurrency: scenario.actions + scenario.slack,
+        }),
+      ],
+    }),
+    {
+      endpointInstanceId: INSTANCE,
+      enforceDeadlines: scenario.enforceDeadlines,
+      maxRetainedExecutions: scenario.actions + scenario.healthy + 1,
+      operations: {
+        detect: {
+          query(request: ToolRequest, _context: ToolContext, options: ToolCallOptions) {
+            if (request.arguments.hang !== true) return done;
+            signals.push(options.signal);
+            return new Promise<ToolResult>(() => {});
+          },
+        },
+        move: {
+          start(
+            request: ToolRequest,
+            _context: ToolContext,
+            _events: ToolEventEmitter,
+            options: ToolCallOptions,
+          ) {
+            if (request.arguments.hang !== true) return new ToolAccepted();
+            signals.push(options.signal);
+            return new Promise<ToolAccepted>(() => {});
+          },
+          cancel: () => new ToolControlResponse({ command: "cancel", status: "accepted" }),
+          status: (key: ToolExecutionKey) =>
+            new ToolExecutionStatus({ phase: finished.has(key.id) ? "completed" : "running" }),
+          result: (key: ToolExecutionKey) =>
+            finished.has(key.id)
+              ? new ToolResultResponse({ status: "available", result: done })
+              : new ToolResultResponse({ status: "pending" }),
+        },
+      },
+    },
+  );
+  const deadlineMs = scenario.deadlineAhead === null
+    ? undefined
+    : Math.min(Number.MAX_SAFE_INTEGER, Date.now() + scenario.deadlineAhead);
+  const contextOf = (invocationId: string, operation: string) =>
+    new ToolContext({
+      executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
+      toolId: "forge.tool.chaos",
+      implementationId: "chaos",
+      endpointId: ENDPOINT,
+      operation,
+      deadlineMs,
+    });
+  let requests = 0;
+  const invoke = (invocationId: string, operation: string, hang: boolean) =>
+    makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: { hang } }),
+      contextOf(invocationId, operation),
+      { requestId: `r-${requests++}`, endpointInstanceId: INSTANCE },
+    );
+  const ids = { endpointInstanceId: INSTANCE };
+  const caller = new AbortController();
+  const callerSignal = scenario.callerSignal === "none" ? undefined : caller.signal;
+
+  // The hung calls, each tracked until it settles.
+  const hung: { request: ToolEnvelope; answer: Promise<readonly ToolEnvelope[]> }[] = [];
+  const outcomes = new Map<ToolEnvelope, PromiseSettledResult<readonly ToolEnvelope[]>>();
+  const send = (request: ToolEnvelope, signal?: AbortSignal) => {
+    const answer = handler.dispatch(request, { signal });
+    hung.push({ request, answer });
+    answer.then(
+      (value) => outcomes.set(request, { status: "fulfilled", value }),
+      (reason) => outcomes.set(request, { status: "rejected", reason }),
+    );
+  };
+  for (let i = 0; i < scenario.queries; i++) send(invoke(`q-${i}`, "detect", true));
+  for (let i = 0; i < scenario.actions; i++) send(invoke(`a-${i}`, "move", true), callerSignal);
+  for (let i = 0; i < scenario.duplicates; i++) send(invoke("a-0", "move", true), callerSignal);
+  const hungCalls = scenario.queries + scenario.actions;
+  for (let i = 0; i < 50 && signals.length < hungCalls; i++) await tick();
+  invariant(
+    signals.length === hungCalls,
+    () => `${signals.length} of ${hungCalls} hung calls reached their provider`,
+  );
+  count("hung calls", hungCalls + scenario.duplicates);
+
+  // Healthy traffic is answered while they hang.
+  for (let i = 0; i < scenario.healthy; i++) {
+    const query = invoke(`healthy-q-${i}`, "detect", false);
+    const [answer] = await handler.dispatch(query);
+    validateResponseCorrelation(query, answer);
+    const result = invokeResponseFromPayload(answer.payload);
+    invariant(result instanceof ToolResult && result.status === "succeeded", "healthy Query");
+    const action = invoke(`healthy-a-${i}`, "move", false);
+    const [accepted] = await handler.dispatch(action);
+    validateResponseCorrelation(action, accepted);
+    invariant(invokeResponseFromPayload(accepted.payload) instanceof ToolAccepted, "healthy start");
+    const context = contextOf(`healthy-a-${i}`, "move");
+    finished.add(context.executionKey.id);
+    const status = makeStatusRequestEnvelope(context, { ...ids, requestId: `s-${i}` });
+    const [observed] = await handler.dispatch(status);
+    validateResponseCorrelation(status, observed);
+    invariant(statusResponseFromPayload(observed.payload).phase === "completed", "healthy status");
+    const lookup = makeResultRequestEnvelope(context, { ...ids, requestId: `l-${i}` });
+    const [retained] = await handler.dispatch(lookup);
+    invariant(
+      resultResponseFromPayload(retained.payload).status === "available",
+      "healthy result",
+    );
+    count("healthy calls answered", 4);
+  }
+  const state = handler.state;
+  invariant(state.activeQueries.detect === scenario.queries, "active Queries after healthy ones");
+  invariant(state.permitsInUse.move === scenario.actions, "permits after healthy Actions ended");
+  // Fill the free Query slots with more hung calls: the next one is refused as at capacity.
+  for (let i = 0; i < scenario.slack; i++) send(invoke(`q-extra-${i}`, "detect", true));
+  const [refused] = await handler.dispatch(invoke("q-over", "detect", false));
+  const refusal = invokeResponseFromPayload(refused.payload);
+  invariant(
+    refusal instanceof ToolError && refusal.code === "FORGE_ENDPOINT_CAPACITY" &&
+      refusal.retryable,
+    () => `a Query beyond max_concurrency was answered ${JSON.stringify(refused.payload)}`,
+  );
+  count("queries refused at capacity");
+  if (scenario.enforceDeadlines && deadlineMs !== undefined) {
+    await tick();
+    await tick();
+    const early = signals.filter((signal) => signal.aborted).length;
+    invariant(early === 0, () => `${early} far deadlines aborted their provider signal early`);
+    count("far deadlines held");
+  }
+
+  // The caller gives up on its calls, then the handler closes: everything is answered.
+  if (scenario.callerSignal === "aborted") caller.abort(new SinkFailure("the caller gave up"));
+  await handler.close({ graceMs: 5 });
+  for (let i = 0; i < 50 && outcomes.size < hung.length; i++) await tick();
+  invariant(
+    outcomes.size === hung.length,
+    () => `${hung.length - outcomes.size} hung calls still unanswered after close()`,
+  );
+  for (const { request } of hung) {
+    const outcome = outcomes.get(request)!;
+    if (outcome.status === "rejected") {
+      invariant(
+        scenario.callerSignal === "aborted" && outcome.reason === caller.signal.reason &&
+          request.operation === "move",
+        () => `a hung ${request.operation} call rejected: ${describeError(outcome.reason)}`,
+      );
+      count("hung calls abandoned by their caller");
+      continue;
+    }
+    const [answer, ...rest] = outcome.value;
+    invariant(rest.length === 0, "a hung call was answered with events");
+    validateResponseCorrelation(request, answer);
+    const response = invokeResponseFromPayload(answer.payload);
+    invariant(
+      !(response instanceof ToolAccepted) &&
+        !(response instanceof ToolResult && response.status === "succeeded"),
+      () => `a hung call was answered as a provider success: ${JSON.stringify(answer.payload)}`,
+    );
+  }
+  invariant(signals.every((signal) => signal.aborted), "a hung call's signal outlived close()");
+  const after = handler.state;
+  invariant(after.activeQueries.detect === 0, "Query slots still in use after close()");
+  invariant(after.permitsInUse.move === 0, "Action permits still in use after close()");
+  count("scenarios passed");
+}
+
+/** The hung-calls target: one scenario per input. */
+export const hungTarget: FuzzTarget<HungScenario> = {
+  name: "handler_hung_calls",
+  arbitrary: hungScenarioArb,
+  check: runHungScenario,
+  async: true,
+  batchSize: 5,
+  timeBoundMs: 5000,
+};
+
 /** The targets of this module. */
 export const targets: readonly AnyTarget[] = [chaosTarget];
 

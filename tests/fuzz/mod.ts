@@ -39,6 +39,8 @@ export const SUITES: readonly Suite[] = [
   { name: "dispatch", weight: 0.5, targets: dispatch.targets },
   { name: "security", weight: 0.1, targets: security.targets, checks: security.BOUNDARY_CHECKS },
   { name: "chaos", weight: 0.25, targets: chaos.targets },
+  // Thousands of hung calls per input: few inputs.
+  { name: "hung", weight: 0.02, targets: [chaos.hungTarget] },
   { name: "ffi", weight: 0.03, targets: ffi.targets },
   { name: "after-stop", weight: 0.05, targets: afterStop.targets },
   { name: "shutdown", weight: 0.1, targets: shutdown.targets },

@@ -10,8 +10,8 @@
 // BOUNDARY_CHECKS (deterministic): message bytes (decode, encode, the binding's request and
 // payload_json limits), carrier bytes (binding and IPC stream), payload depth 64/65 on both
 // strict JSON paths, the carrier and the models, exact-parser nesting 1000/1001, integers
-// ±(2^53 − 1), the carrier's sequence range, maxEarlyEvents N/N+1, maxRetainedExecutions and
-// max_concurrency.
+// ±(2^53 − 1), the carrier's sequence range, maxEarlyEvents N/N+1, maxRetainedExecutions,
+// max_concurrency (Action and Query) and maxPendingEvents P/P+1.
 import fc from "fast-check";
 import {
   decodeEnvelope,
@@ -22,8 +22,10 @@ import {
   invokeResponseFromPayload,
   makeInvokeRequestEnvelope,
   makeStatusRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   ToolContext,
+  ToolEndpointDescriptor,
   ToolEndpointHandler,
   ToolEnvelope,
   ToolError,
@@ -31,6 +33,7 @@ import {
   type ToolEventEmitter,
   ToolExecutionKey,
   ToolExecutionStatus,
+  ToolOperationDescriptor,
   ToolProtocolError,
   ToolRequest,
   ToolResult,
@@ -780,6 +783,120 @@ export const BOUNDARY_CHECKS: readonly SecurityCheck[] = [
         );
         invariant(handler.state.permitsInUse.move === m, "permits");
         await handler.close({ graceMs: 0 });
+      }
+    },
+  },
+  {
+    name: "max_concurrency for Query: M calls in progress are admitted, M + 1 is refused",
+    async fn() {
+      for (const m of [1, 3]) {
+        const gate = Promise.withResolvers<void>();
+        let calls = 0;
+        const base = fuzzDescriptor();
+        const handler = new ToolEndpointHandler(
+          new ToolEndpointDescriptor({
+            protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+            endpointId: base.endpointId,
+            operations: [
+              new ToolOperationDescriptor({
+                name: "detect",
+                semantics: "query",
+                maxConcurrency: m,
+              }),
+            ],
+          }),
+          {
+            endpointInstanceId: INSTANCE,
+            operations: {
+              detect: {
+                query: async () => {
+                  // Only the first M wait: an M + 1 admitted by mistake answers at once.
+                  if (++calls <= m) await gate.promise;
+                  return new ToolResult({ status: "succeeded" });
+                },
+              },
+            },
+          },
+        );
+        const query = (id: string) =>
+          makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), ctx(id), {
+            requestId: id,
+            endpointInstanceId: INSTANCE,
+          });
+        const running = Array.from({ length: m }, (_, i) => outcomeOf(handler, query(`q-${i}`)));
+        const refused = await outcomeOf(handler, query(`q-${m}`));
+        invariant(
+          refused instanceof ToolError && refused.code === "FORGE_ENDPOINT_CAPACITY" &&
+            refused.retryable,
+          `M+1=${m + 1}: not refused as retryable capacity`,
+        );
+        invariant(calls === m && handler.state.activeQueries.detect === m, "calls in progress");
+        gate.resolve();
+        for (const outcome of await Promise.all(running)) {
+          invariant(outcome instanceof ToolResult && outcome.status === "succeeded", "M admitted");
+        }
+        invariant(handler.state.activeQueries.detect === 0, "slots not returned");
+        await handler.close({ graceMs: 0 });
+      }
+    },
+  },
+  {
+    name: "maxPendingEvents: P late emits wait for the sink, P + 1 is refused without a gap",
+    async fn() {
+      for (const p of [1, 4]) {
+        let emitter: ToolEventEmitter | undefined;
+        const hold = Promise.withResolvers<void>();
+        const published: ToolEnvelope[] = [];
+        const watched = new ToolEndpointHandler(fuzzDescriptor(), {
+          endpointInstanceId: INSTANCE,
+          maxPendingEvents: p,
+          operations: {
+            detect: { query: () => new ToolResult({ status: "succeeded" }) },
+            move: {
+              start(_r: ToolRequest, _c: ToolContext, events: ToolEventEmitter) {
+                emitter = events;
+                return new ToolAccepted();
+              },
+              cancel: () => Promise.reject(new Error("unused")),
+              status: () => new ToolExecutionStatus({ phase: "running" }),
+              result: () => new ToolResultResponse({ status: "pending" }),
+            },
+            serve: {
+              start: () => new ToolAccepted(),
+              stop: () => Promise.reject(new Error("unused")),
+              status: () => new ToolExecutionStatus({ phase: "running" }),
+              result: () => new ToolResultResponse({ status: "pending" }),
+            },
+          },
+        });
+        await watched.dispatch(actionInvoke("inv-1"), {
+          eventSink: async (event) => {
+            await hold.promise;
+            published.push(event);
+          },
+        });
+        const progress = () => new ToolEvent({ type: "progress", data: {} });
+        const emits = Array.from({ length: p + 1 }, () => emitter!.emit(progress()));
+        const settled = Promise.allSettled(emits);
+        hold.resolve();
+        const outcomes = await settled;
+        invariant(
+          outcomes.slice(0, p).every((outcome) => outcome.status === "fulfilled"),
+          `P=${p}: a waiting emit failed`,
+        );
+        const over = outcomes[p];
+        invariant(
+          over.status === "rejected" && over.reason instanceof ToolProtocolError &&
+            over.reason.code === "FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE",
+          `P+1=${p + 1}: the extra emit was not refused`,
+        );
+        await emitter!.emit(progress());
+        invariant(
+          published.map((event) => event.sequence).join() ===
+            Array.from({ length: p + 1 }, (_, i) => i).join(),
+          `P=${p}: published sequences have a gap`,
+        );
+        await watched.close({ graceMs: 0 });
       }
     },
   },

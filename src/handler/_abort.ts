@@ -1,0 +1,116 @@
+/**
+ * Abort plumbing whose cost per call does not grow with the number of pending calls: one listener
+ * per shared signal fanning out to a set, a promise race against such a signal, and deadline
+ * timers that never fire before their deadline however far away it is.
+ *
+ * @module
+ */
+
+/**
+ * The longest delay `setTimeout` honours, 2^31 − 1 ms (about 24.8 days). Deno, Node.js and
+ * browsers replace a longer delay by 1 ms.
+ */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+/**
+ * The subscribers of one shared `AbortSignal` behind a single listener. `EventTarget` scans its
+ * whole listener list on every `addEventListener` and `removeEventListener`, so one listener per
+ * pending call makes each call cost O(pending); subscribing here and unsubscribing cost O(1).
+ * Subscribers are called in subscription order when the signal aborts.
+ */
+export class AbortFanout {
+  /** The shared signal. */
+  readonly signal: AbortSignal;
+  readonly #subscribers = new Set<{ readonly onAbort: (reason: unknown) => void }>();
+
+  constructor(signal: AbortSignal) {
+    this.signal = signal;
+    if (!signal.aborted) {
+      signal.addEventListener("abort", () => this.#fire(), { once: true });
+    }
+  }
+
+  /**
+   * Calls `onAbort` with the signal's reason when it aborts (at once when it already has).
+   * Returns the function that unsubscribes.
+   */
+  subscribe(onAbort: (reason: unknown) => void): () => void {
+    if (this.signal.aborted) {
+      onAbort(this.signal.reason);
+      return () => {};
+    }
+    const entry = { onAbort };
+    this.#subscribers.add(entry);
+    return () => {
+      this.#subscribers.delete(entry);
+    };
+  }
+
+  #fire(): void {
+    const reason = this.signal.reason;
+    const subscribers = [...this.#subscribers];
+    this.#subscribers.clear();
+    for (const { onAbort } of subscribers) onAbort(reason);
+  }
+}
+
+/** Awaits `promise`, or rejects with the fan-out signal's reason as soon as it aborts. */
+export function raceAbort<T>(promise: Promise<T>, fanout: AbortFanout): Promise<T> {
+  if (fanout.signal.aborted) return Promise.reject(fanout.signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const unsubscribe = fanout.subscribe(reject);
+    promise.then(
+      (value) => {
+        unsubscribe();
+        resolve(value);
+      },
+      (error) => {
+        unsubscribe();
+        reject(error);
+      },
+    );
+  });
+}
+
+/** A pending deadline timer (see {@linkcode atDeadline}). */
+export interface DeadlineTimer {
+  /** Cancels the timer; `fire` is not called afterwards. Idempotent. */
+  clear(): void;
+}
+
+/**
+ * Calls `fire` once the deadline `deadlineMs` (on the clock `now`, in milliseconds) is reached.
+ * A deadline further away than {@linkcode MAX_TIMER_DELAY_MS} is waited for in steps of at most
+ * that long, each re-reading the clock, so it never fires early; a nearer one is one timer. The
+ * timers do not keep the process alive (Deno's `unrefTimer`, Node.js's `unref()`).
+ */
+export function atDeadline(deadlineMs: number, now: () => number, fire: () => void): DeadlineTimer {
+  let id: ReturnType<typeof setTimeout> | undefined;
+  const arm = () => {
+    const remaining = Math.max(0, deadlineMs - now());
+    const step = Math.min(remaining, MAX_TIMER_DELAY_MS);
+    id = setTimeout(() => {
+      id = undefined;
+      if (step < remaining) arm();
+      else fire();
+    }, step);
+    unrefTimer(id);
+  };
+  arm();
+  return {
+    clear() {
+      if (id !== undefined) clearTimeout(id);
+      id = undefined;
+    },
+  };
+}
+
+/** Lets the process exit while the timer `id` is pending, in Deno and in Node.js alike. */
+function unrefTimer(id: ReturnType<typeof setTimeout>): void {
+  const deno = (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno;
+  if (typeof deno?.unrefTimer === "function") {
+    deno.unrefTimer(id as unknown as number);
+    return;
+  }
+  (id as unknown as { unref?: () => void } | undefined)?.unref?.();
+}
