@@ -83,6 +83,7 @@ export {
 export {
   LoopbackDataflow,
   type LoopbackDataflowOptions,
+  type LoopbackFaults,
   type LoopbackInputOptions,
   type LoopbackOutput,
 } from "./src/dora/loopback.ts";
@@ -91,3 +92,12 @@ export {
   serveToolEndpoint,
   type ServeToolEndpointOptions,
 } from "./src/dora/serve.ts";
+
+// --- Caller side: client transports over a Dora node and over a loopback dataflow -------------
+export {
+  DoraToolClientTransport,
+  type DoraToolClientTransportOptions,
+  type DoraToolClientTransportStats,
+  LoopbackToolClientTransport,
+  type LoopbackToolClientTransportOptions,
+} from "./src/dora/client_transport.ts";
