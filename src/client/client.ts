@@ -136,6 +136,13 @@ export interface ToolEndpointClientOptions {
    */
   readonly maxBufferedEvents?: number;
   /**
+   * Makes the ids the client generates: invocation, attempt and request ids a call does not
+   * give (deterministic ids make runs replayable).
+   *
+   * @default {() => crypto.randomUUID()}
+   */
+  readonly generateId?: () => string;
+  /**
    * Told about a failure nobody awaits: the `cancel` or `stop` an abort or a dispose sent in the
    * background. Default: `console.error` with the execution key.
    */
@@ -158,11 +165,11 @@ export interface ToolClientCallOptions {
   readonly callerId?: string;
   /** JSON metadata placed in the context. */
   readonly metadata?: object;
-  /** The invocation id (default: `crypto.randomUUID()`). */
+  /** The invocation id (default: the client's `generateId()`, a random UUID). */
   readonly invocationId?: string;
-  /** The attempt id (default: `crypto.randomUUID()`). */
+  /** The attempt id (default: the client's `generateId()`). */
   readonly attemptId?: string;
-  /** The invoke's request id (default: `crypto.randomUUID()`). */
+  /** The invoke's request id (default: the client's `generateId()`). */
   readonly requestId?: string;
   /** The Runtime tool id (default: the client's). */
   readonly toolId?: string;
@@ -292,6 +299,7 @@ interface Config {
   readonly maxOpenInvocations: number;
   readonly maxBufferedEvents: number;
   readonly onError: (error: unknown, key: ToolExecutionKey) => void;
+  readonly generateId: () => string;
 }
 
 function describeValue(value: unknown): string {
@@ -489,6 +497,13 @@ export class ToolEndpointClient {
           `(${pollIntervalMs}): current value is ${maxPollIntervalMs}`,
       );
     }
+    if (options.generateId !== undefined && typeof options.generateId !== "function") {
+      throw new TypeError(
+        `Cannot ${action} as 'generateId' must be a function: current value is ${
+          describeValue(options.generateId)
+        }`,
+      );
+    }
     if (options.onError !== undefined && typeof options.onError !== "function") {
       throw new TypeError(
         `Cannot ${action} as 'onError' must be a function: current value is ${
@@ -532,6 +547,7 @@ export class ToolEndpointClient {
         256,
       ),
       onError: options.onError ?? defaultOnError,
+      generateId: options.generateId ?? (() => crypto.randomUUID()),
     });
     this.#transport = transport as ToolClientTransport;
     this.#transport.connect((message) => this.#receive(message));
@@ -759,8 +775,8 @@ export class ToolEndpointClient {
     const context = new ToolContext({
       executionKey: new ToolExecutionKey({
         invocationId: optionalString(options.invocationId, "invocationId", action) ??
-          crypto.randomUUID(),
-        attemptId: optionalString(options.attemptId, "attemptId", action) ?? crypto.randomUUID(),
+          config.generateId(),
+        attemptId: optionalString(options.attemptId, "attemptId", action) ?? config.generateId(),
       }),
       toolId: optionalString(options.toolId, "toolId", action) ?? config.toolId,
       implementationId: optionalString(options.implementationId, "implementationId", action) ??
@@ -773,7 +789,7 @@ export class ToolEndpointClient {
     });
     const request = new ToolRequest({ arguments: args });
     const requestId = optionalString(options.requestId, "requestId", action) ??
-      crypto.randomUUID();
+      config.generateId();
     const endpointInstanceId = config.endpointInstanceId ??
       await this.#transport.resolveInstance?.(config.endpointId);
     const envelope = makeInvokeRequestEnvelope(request, context, {
@@ -1202,7 +1218,10 @@ class Invocation implements ToolInvocation, EventBufferHost {
   // --- internals ------------------------------------------------------------------------------
 
   #ids(): { requestId: string; endpointInstanceId: string | undefined } {
-    return { requestId: crypto.randomUUID(), endpointInstanceId: this.endpointInstanceId };
+    return {
+      requestId: this.#core.config().generateId(),
+      endpointInstanceId: this.endpointInstanceId,
+    };
   }
 
   #requestSpec(name: ToolClientExchange, request: ToolEnvelope) {
