@@ -101,6 +101,10 @@ class Stepper {
       result: undefined,
     };
     this.executions.set(context.executionKey.id, execution);
+    // Bounded like a real provider's table: the oldest executions are forgotten.
+    if (this.executions.size > 1024) {
+      this.executions.delete(this.executions.keys().next().value!);
+    }
     void this.#run(execution, steps, stepMs, events, options.signal);
     return new ToolAccepted({ details: { steps } });
   }
@@ -188,7 +192,8 @@ export function armEndpoint(options: { maxRetainedExecutions?: number } = {}): A
       echo: {
         query: async (request, context) => {
           echoCalls.count++;
-          echoCalls.contexts.push(context);
+          // The first 16 contexts are kept for inspection; a soak must not grow the fixture.
+          if (echoCalls.contexts.length < 16) echoCalls.contexts.push(context);
           if (request.arguments.reject === true) throw new ToolEndpointError(BUSY);
           const delayMs = Number(request.arguments.delayMs ?? 0);
           if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
