@@ -2,8 +2,9 @@
  * Runs the bench suites (`deno bench --json`, one process, one run) and prints every case beside
  * its group's baseline, then a short table of the key ratios: the Wire codec against bare
  * `JSON.parse`/`JSON.stringify`, the execution ledger against a bare `Map`, the fast carrier codec
- * against apache-arrow's generic path, and the fast codec at 64 KiB against the Wire codec. The
- * Wire and carrier ratios are checked against the targets they are held to.
+ * against apache-arrow's generic path, the fast codec at 64 KiB against the Wire codec, and the
+ * client's Query against the same Query dispatched by hand. The Wire, carrier and client ratios
+ * are checked against the targets they are held to.
  *
  * ```sh
  * deno task bench                                  # every suite in bench/
@@ -36,7 +37,12 @@ interface BenchReport {
   readonly benches: readonly BenchRecord[];
 }
 
-const SUITES = ["bench/wire_bench.ts", "bench/ledger_bench.ts", "bench/carrier_bench.ts"];
+const SUITES = [
+  "bench/wire_bench.ts",
+  "bench/ledger_bench.ts",
+  "bench/carrier_bench.ts",
+  "bench/client_bench.ts",
+];
 const BENCH_FLAGS = ["--v8-flags=--expose-gc", "--allow-read", "--allow-env", "--allow-ffi"];
 
 /** Runs `deno bench --json` on `files`; module output (console logs) is echoed as it was. */
@@ -240,6 +246,27 @@ function keyRatios(report: BenchReport): KeyRatio[] {
       },
     );
   }
+  out.push(
+    {
+      suite: "client",
+      measure: "ToolEndpointClient.query / handler.dispatch by hand",
+      value: ratio(
+        avg(report, "client query", "ToolEndpointClient"),
+        avg(report, "client query", "handler.dispatch"),
+      ),
+      unit: "cost",
+      target: { atMost: 1.5 },
+    },
+    {
+      suite: "client",
+      measure: "client Query over the loopback (IPC both ways) / handler.dispatch by hand",
+      value: ratio(
+        avg(report, "client over loopback", "ToolEndpointClient"),
+        avg(report, "client over loopback", "handler.dispatch"),
+      ),
+      unit: "cost",
+    },
+  );
   return out.filter((row) => row.value !== undefined);
 }
 
@@ -283,5 +310,5 @@ if (import.meta.main) {
       "generic ÷ fast, higher is better)\n",
   );
   const met = printKeyRatios(report);
-  if (!met) console.log("\nSome carrier targets were missed in this run (a noisy machine?).");
+  if (!met) console.log("\nSome targets were missed in this run (a noisy machine?).");
 }

@@ -536,3 +536,32 @@ Deno.test("client: a reader that never reads keeps at most maxBufferedEvents eve
   assertEquals(records.at(-1)?.event.type, "executor_completed");
   await client.close();
 });
+
+Deno.test("client: result() asks at once, so an execution over without events settles without waiting a poll interval", async () => {
+  const { client, transport } = lossy({ pollIntervalMs: 60_000, timeoutMs: 1000 });
+  transport.dropResponse = (m) => m.messageType === "tool.event";
+  const move = await client.invoke("move", { steps: 0 });
+  const waiting = move.result();
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assertEquals(
+    transport.requests.filter((r) => r.messageType === "tool.result.request").length,
+    1,
+    "the first result request goes out without waiting for the poll interval",
+  );
+  assertEquals((await waiting).status, "succeeded");
+  await client.close();
+});
+
+Deno.test("client: a short exchange times out on time even while a long one is pending", async () => {
+  const { client, transport } = lossy();
+  transport.dropResponse = () => true;
+  const long = client.query("echo", {}, { timeoutMs: 60_000 });
+  const short = await assertRejects(
+    () => client.query("echo", {}, { timeoutMs: 20 }),
+    ToolClientError,
+  );
+  assertEquals([short.code, short.exchange], ["FORGE_CLIENT_TIMEOUT", "invoke"]);
+  assertEquals(client.stats.pendingExchanges, 1);
+  await client.close();
+  assertEquals((await assertRejects(() => long, ToolClientError)).code, "FORGE_CLIENT_CLOSED");
+});

@@ -278,7 +278,8 @@ interface Exchange {
   readonly spec: ExchangeSpec<unknown>;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the current attempt times out, on the `performance.now()` clock. */
+  deadline: number;
   attempts: number;
   unlinkSignal: (() => void) | undefined;
 }
@@ -439,6 +440,8 @@ export class ToolEndpointClient {
     duplicateEvents: 0,
     unroutedEvents: 0,
   };
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = 0;
   #closed = false;
 
   /**
@@ -698,6 +701,7 @@ export class ToolEndpointClient {
       new ToolClientError("the client was closed", { code: ToolClientErrorCodes.CLOSED });
     for (const exchange of [...this.#pending.values()]) this.#fail(exchange, closed());
     for (const invocation of [...this.#invocations.values()]) invocation.release(closed());
+    this.#stopTimer();
     await this.#transport.close?.();
   }
 
@@ -790,8 +794,9 @@ export class ToolEndpointClient {
     const request = new ToolRequest({ arguments: args });
     const requestId = optionalString(options.requestId, "requestId", action) ??
       config.generateId();
-    const endpointInstanceId = config.endpointInstanceId ??
-      await this.#transport.resolveInstance?.(config.endpointId);
+    let endpointInstanceId = config.endpointInstanceId ??
+      this.#transport.resolveInstance?.(config.endpointId);
+    if (typeof endpointInstanceId === "object") endpointInstanceId = await endpointInstanceId;
     const envelope = makeInvokeRequestEnvelope(request, context, {
       requestId,
       endpointInstanceId,
@@ -840,7 +845,7 @@ export class ToolEndpointClient {
       spec: spec as ExchangeSpec<unknown>,
       resolve: resolve as (value: unknown) => void,
       reject,
-      timer: undefined,
+      deadline: 0,
       attempts: 0,
       unlinkSignal: undefined,
     };
@@ -860,7 +865,8 @@ export class ToolEndpointClient {
     exchange.attempts++;
     if (exchange.attempts === 1) this.#counters.sent++;
     else this.#counters.resent++;
-    exchange.timer = setTimeout(() => this.#timedOut(exchange), spec.timeoutMs);
+    exchange.deadline = performance.now() + spec.timeoutMs;
+    this.#armTimer(exchange.deadline);
     const attempt = exchange.attempts;
     const sendFailed = (error: unknown) => {
       if (this.#pending.get(spec.request.requestId!) !== exchange) return;
@@ -888,9 +894,39 @@ export class ToolEndpointClient {
     }
   }
 
+  /**
+   * One timer serves every pending exchange: it is set for the earliest deadline and only moved
+   * earlier, never cleared when an exchange settles (a timer per exchange costs more than the
+   * rest of a Query); when it fires, expired exchanges time out and it is set for the next.
+   */
+  #armTimer(deadline: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= deadline) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = deadline;
+    this.#timer = setTimeout(() => this.#timerFired(), Math.max(0, deadline - performance.now()));
+  }
+
+  #timerFired(): void {
+    this.#timer = undefined;
+    const now = performance.now();
+    let next = Infinity;
+    for (const exchange of [...this.#pending.values()]) {
+      if (exchange.deadline <= now) this.#timedOut(exchange);
+      // A re-sent exchange has a new deadline; a failed one left the map.
+      if (this.#pending.has(exchange.spec.request.requestId!)) {
+        next = Math.min(next, exchange.deadline);
+      }
+    }
+    if (next !== Infinity) this.#armTimer(next);
+  }
+
+  #stopTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
   #timedOut(exchange: Exchange): void {
     const { spec } = exchange;
-    exchange.timer = undefined;
     if (this.#pending.get(spec.request.requestId!) !== exchange) return;
     if (exchange.attempts < spec.maxAttempts) {
       this.#attempt(exchange);
@@ -924,8 +960,6 @@ export class ToolEndpointClient {
     const requestId = exchange.spec.request.requestId!;
     if (this.#pending.get(requestId) !== exchange) return false;
     this.#pending.delete(requestId);
-    if (exchange.timer !== undefined) clearTimeout(exchange.timer);
-    exchange.timer = undefined;
     exchange.unlinkSignal?.();
     return true;
   }
@@ -1014,10 +1048,12 @@ interface ClientCore {
   closed(): boolean;
 }
 
-type Wake = "event" | "gap" | "terminal" | "timeout" | "stopped";
+/** Why the result watch woke: `poll` is a caller asking `result()`. */
+type Wake = "event" | "poll" | "gap" | "terminal" | "timeout" | "stopped";
 const WAKE_PRIORITY: Readonly<Record<Wake, number>> = {
   timeout: 0,
   event: 1,
+  poll: 2,
   gap: 2,
   terminal: 3,
   stopped: 4,
@@ -1191,6 +1227,8 @@ class Invocation implements ToolInvocation, EventBufferHost {
 
   result(): Promise<ToolResult> {
     if (this.#terminal !== undefined) return Promise.resolve(this.#terminal);
+    // The first look is at once: an execution may already be over without a terminal event.
+    this.#wake("poll");
     this.#watch();
     return this.#outcome.promise;
   }
