@@ -565,3 +565,26 @@ Deno.test("client: a short exchange times out on time even while a long one is p
   await client.close();
   assertEquals((await assertRejects(() => long, ToolClientError)).code, "FORGE_CLIENT_CLOSED");
 });
+
+Deno.test("client: close() right after an abort lets the cancel it sent finish", async () => {
+  const arm = armEndpoint();
+  const errors: unknown[] = [];
+  const client = new ToolEndpointClient({
+    transport: new InProcessToolClientTransport(arm.handler),
+    endpointId: ENDPOINT,
+    descriptor: DESCRIPTOR,
+    onError: (error) => errors.push(error),
+  });
+  const controller = new AbortController();
+  const move = await client.invoke("move", { steps: 100_000, stepMs: 5 }, {
+    signal: controller.signal,
+  });
+  controller.abort();
+  await client.close();
+  // Any failure of the background cancel is reported within microtasks: flush them all.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assertEquals(errors, []);
+  assertEquals(arm.move.calls.control, 1);
+  await assertRejects(() => move.result());
+  await arm.handler.close({ graceMs: 100 });
+});

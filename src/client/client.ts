@@ -440,8 +440,10 @@ export class ToolEndpointClient {
     duplicateEvents: 0,
     unroutedEvents: 0,
   };
+  readonly #background = new Set<Promise<void>>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = 0;
+  #closing: Promise<void> | undefined;
   #closed = false;
 
   /**
@@ -694,13 +696,37 @@ export class ToolEndpointClient {
    * Closes the client: pending exchanges reject with `FORGE_CLIENT_CLOSED`, open invocations end
    * their waits, and the transport is closed.
    */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    return this.#closing ??= this.#close();
+  }
+
+  async #close(): Promise<void> {
+    // The cancel or stop an abort sent is let finish (each is bounded by its exchange's
+    // attempts); new calls are refused meanwhile.
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
     this.#closed = true;
-    const closed = () =>
-      new ToolClientError("the client was closed", { code: ToolClientErrorCodes.CLOSED });
-    for (const exchange of [...this.#pending.values()]) this.#fail(exchange, closed());
-    for (const invocation of [...this.#invocations.values()]) invocation.release(closed());
+    for (const exchange of [...this.#pending.values()]) {
+      const request = exchange.spec.request;
+      this.#fail(
+        exchange,
+        new ToolClientError("the client was closed", {
+          code: ToolClientErrorCodes.CLOSED,
+          exchange: exchange.spec.name,
+          invocationId: request.invocationId,
+          attemptId: request.attemptId,
+          attempts: exchange.attempts,
+        }),
+      );
+    }
+    for (const invocation of [...this.#invocations.values()]) {
+      invocation.release(
+        new ToolClientError("the client was closed", {
+          code: ToolClientErrorCodes.CLOSED,
+          invocationId: invocation.key.invocationId,
+          attemptId: invocation.key.attemptId,
+        }),
+      );
+    }
     this.#stopTimer();
     await this.#transport.close?.();
   }
@@ -721,7 +747,10 @@ export class ToolEndpointClient {
         this.#invocations.delete(invocation.key.id);
       }
     },
-    closed: () => this.#closed,
+    track: (work) => {
+      this.#background.add(work);
+      work.then(() => this.#background.delete(work));
+    },
   };
 
   #timeoutOf(options: ToolClientCallOptions, action: string): number {
@@ -766,7 +795,7 @@ export class ToolEndpointClient {
     options: ToolClientCallOptions,
     action: string,
   ): Promise<{ envelope: ToolEnvelope; context: ToolContext }> {
-    if (this.#closed) {
+    if (this.#closing !== undefined) {
       throw new ToolClientError("the client was closed", {
         code: ToolClientErrorCodes.CLOSED,
         outcome: "not_sent",
@@ -1045,7 +1074,8 @@ interface ClientCore {
   config(): Config;
   exchange<T>(spec: ExchangeSpec<T>): Promise<T>;
   forget(invocation: Invocation): void;
-  closed(): boolean;
+  /** Keeps background work (a control an abort sent) that `close()` lets finish. */
+  track(work: Promise<void>): void;
 }
 
 /** Why the result watch woke: `poll` is a caller asking `result()`. */
@@ -1312,7 +1342,9 @@ class Invocation implements ToolInvocation, EventBufferHost {
   }
 
   #endInBackground(why: string): void {
-    this.#end(why).then(undefined, (error) => this.#core.config().onError(error, this.key));
+    this.#core.track(
+      this.#end(why).then(() => undefined, (error) => this.#core.config().onError(error, this.key)),
+    );
   }
 
   #linkSignal(): void {
