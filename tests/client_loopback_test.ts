@@ -326,3 +326,21 @@ Deno.test("client loopback: result polling gives up with a timeout naming the ex
     },
   );
 });
+
+Deno.test("client loopback: events still in transit when a poll found the result are delivered", async () => {
+  const held: LoopbackOutput[] = [];
+  const faults: LoopbackFaults = {
+    output: (output) => {
+      if (envelopeOf(output).messageType !== "tool.event") return [output];
+      held.push(output);
+      return [];
+    },
+  };
+  await withLoopback(faults, { reorderWindowMs: 5_000 }, async (client, { flow }) => {
+    const move = await client.invoke("move", { steps: 2 });
+    while (held.length < 3) await new Promise((resolve) => setTimeout(resolve, 1));
+    assertEquals((await move.result()).status, "succeeded");
+    for (const output of held) flow.injectOutput(output.id, output.data);
+    assertEquals(summary(await collect(move)), progress(2, "executor_completed"));
+  });
+});

@@ -238,8 +238,10 @@ export interface ToolInvocation extends AsyncDisposable {
   readonly semantics: "action" | "session" | undefined;
   /**
    * The invocation's events in sequence order, duplicates dropped, ending after the terminal
-   * event (or once the terminal result is known). Iterating starts result polling, so a lost
-   * terminal event still ends the stream. Throws what ended the wait (abort reason, timeout).
+   * event, or `reorderWindowMs` after the terminal result became known otherwise (a poll, an
+   * invoke answered with a result), so events still in transit arrive. Iterating starts result
+   * polling, so a lost terminal event still ends the stream. Throws what ended the wait (abort
+   * reason, timeout).
    */
   readonly events: AsyncIterable<ToolEventRecord>;
   /** Events dropped because the reader fell `maxBufferedEvents` behind. */
@@ -1109,6 +1111,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   #wakeup: PromiseWithResolvers<Wake> | undefined;
   #pendingWake: Wake | undefined;
   #controlSent = false;
+  #tailTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     core: ClientCore,
@@ -1209,7 +1212,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   pushEvent(sequence: number, event: ToolEvent): PushOutcome {
     const outcome = this.#buffer.push(sequence, event);
     if (outcome === "delivered") this.#wake("event");
-    if (this.#buffer.ended) this.#core.forget(this);
+    if (this.#buffer.ended) this.#endStream();
     return outcome;
   }
 
@@ -1227,6 +1230,8 @@ class Invocation implements ToolInvocation, EventBufferHost {
     if (this.#ended) return;
     this.#ended = true;
     this.#unlinkSignal?.();
+    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    this.#tailTimer = undefined;
     this.#core.forget(this);
     const failure = error ?? new ToolClientError("the invocation was released", {
       code: ToolClientErrorCodes.CLOSED,
@@ -1365,10 +1370,19 @@ class Invocation implements ToolInvocation, EventBufferHost {
     this.#unlinkSignal?.();
     this.#unlinkSignal = undefined;
     this.#outcome.resolve(result);
-    // Events still held are delivered; the stream ends.
+    this.#wake("stopped");
+    if (this.#buffer.ended) return;
+    // The result came from a poll or the invoke answer while events may still be on their way
+    // (a carrier publishes a response before the events that follow it): the stream stays open
+    // one reorder window for them, then ends (held events delivered, gaps skipped).
+    this.#tailTimer = setTimeout(() => this.#endStream(), this.#core.config().reorderWindowMs);
+  }
+
+  #endStream(): void {
+    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    this.#tailTimer = undefined;
     this.#buffer.end(undefined);
     this.#core.forget(this);
-    this.#wake("stopped");
   }
 
   #wake(reason: Wake): void {
