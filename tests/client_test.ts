@@ -16,7 +16,9 @@ import {
   type ToolClientTransport,
   ToolEndpointClient,
   type ToolEndpointClientOptions,
+  ToolEndpointError,
   type ToolEnvelope,
+  ToolError,
   type ToolEventRecord,
   type ToolInvocation,
 } from "../mod.ts";
@@ -66,9 +68,8 @@ class LossyTransport implements ToolClientTransport {
     });
   }
 
-  resolveInstance(): string {
-    return this.inner.resolveInstance();
-  }
+  resolveInstance: (endpointId: string) => string | Promise<string> = () =>
+    this.inner.resolveInstance();
 
   send(request: ToolEnvelope): Promise<void> {
     this.requests.push(request);
@@ -586,5 +587,75 @@ Deno.test("client: close() right after an abort lets the cancel it sent finish",
   assertEquals(errors, []);
   assertEquals(arm.move.calls.control, 1);
   await assertRejects(() => move.result());
+  await arm.handler.close({ graceMs: 100 });
+});
+
+// --- Instance resolution (the gateway contract) ---------------------------------------------------
+
+Deno.test("client: the instance is resolved at invoke time and pinned for the execution", async () => {
+  const arm = armEndpoint();
+  const inner = new InProcessToolClientTransport(arm.handler);
+  const transport = new LossyTransport(inner);
+  const asked: string[] = [];
+  // An asynchronous resolver, as a gateway's Registry lookup.
+  transport.resolveInstance = (endpointId: string) => {
+    asked.push(endpointId);
+    return Promise.resolve(INSTANCE);
+  };
+  const client = new ToolEndpointClient({
+    transport,
+    endpointId: ENDPOINT,
+    descriptor: DESCRIPTOR,
+  });
+  const move = await client.invoke("move", { steps: 100_000, stepMs: 5 });
+  assertEquals(asked, [ENDPOINT]);
+  assertEquals(move.endpointInstanceId, INSTANCE);
+  await move.status();
+  await move.cancel();
+  await move.result();
+  assertEquals(asked, [ENDPOINT], "status, control and result reuse the pinned instance");
+  assertEquals(
+    new Set(transport.requests.map((request) => request.endpointInstanceId)),
+    new Set([INSTANCE]),
+  );
+  await client.close();
+});
+
+Deno.test("client: an unavailable endpoint from resolveInstance rejects the call, nothing sent", async () => {
+  const unavailable = new ToolEndpointError(
+    new ToolError({ code: "FORGE_ENDPOINT_UNAVAILABLE", message: "no instance of robot.arm" }),
+  );
+  const sent: ToolEnvelope[] = [];
+  const client = new ToolEndpointClient({
+    transport: {
+      connect: () => {},
+      send: (request) => void sent.push(request),
+      resolveInstance: () => {
+        throw unavailable;
+      },
+    },
+    endpointId: ENDPOINT,
+    descriptor: DESCRIPTOR,
+  });
+  assertStrictEquals(await assertRejects(() => client.query("echo", {})), unavailable);
+  assertStrictEquals(await assertRejects(() => client.invoke("move", {})), unavailable);
+  assertEquals([sent.length, client.stats.openInvocations], [0, 0]);
+  await client.close();
+});
+
+Deno.test("client: abort while the invoke waits rejects it and still sends cancel", async () => {
+  const { arm, client, transport } = lossy({ timeoutMs: 60_000 });
+  transport.dropResponse = (m) => m.messageType === "tool.invoke.response";
+  const controller = new AbortController();
+  const reason = new Error("give up");
+  const invoking = client.invoke("move", { steps: 100_000, stepMs: 5 }, {
+    signal: controller.signal,
+  });
+  while (arm.move.calls.start === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  controller.abort(reason);
+  assertStrictEquals(await assertRejects(() => invoking), reason);
+  await client.close();
+  assertEquals(arm.move.calls.control, 1, "the admitted execution was told to cancel");
+  assertEquals(client.stats.openInvocations, 0);
   await arm.handler.close({ graceMs: 100 });
 });
