@@ -659,3 +659,18 @@ Deno.test("client: abort while the invoke waits rejects it and still sends cance
   assertEquals(client.stats.openInvocations, 0);
   await arm.handler.close({ graceMs: 100 });
 });
+
+Deno.test("client: a bad call option opens nothing and sends nothing", async () => {
+  const { client } = inProcess();
+  const error = await assertRejects(() => client.invoke("move", {}, { timeoutMs: -5 }), RangeError);
+  assertEquals(
+    error.message,
+    "Cannot invoke as 'timeoutMs' must be a positive integer: current value is -5",
+  );
+  await assertRejects(
+    () => client.invoke("move", {}, null as unknown as Record<string, never>),
+    TypeError,
+  );
+  assertEquals([client.stats.openInvocations, client.stats.sent], [0, 0]);
+  await client.close();
+});

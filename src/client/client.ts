@@ -592,13 +592,14 @@ export class ToolEndpointClient {
           `(${semantics}; use invoke())`,
       );
     }
+    const timeoutMs = this.#timeoutOf(options, "query");
     const { envelope, context } = await this.#invokeRequest(operation, args, options, "query");
     const response = await this.#exchange({
       name: "invoke",
       request: envelope,
       parse: (message) => answerOf(message, invokeResponseFromPayload),
       maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
-      timeoutMs: this.#timeoutOf(options, "query"),
+      timeoutMs,
       signal: options.signal,
       timeoutOutcome: "unknown",
     });
@@ -638,6 +639,7 @@ export class ToolEndpointClient {
           `'${operation}' (query; use query())`,
       );
     }
+    const timeoutMs = this.#timeoutOf(options, "invoke");
     const { envelope, context } = await this.#invokeRequest(operation, args, options, "invoke");
     if (this.#invocations.has(context.executionKey.id)) {
       throw new RangeError(
@@ -657,7 +659,14 @@ export class ToolEndpointClient {
         },
       );
     }
-    const invocation = new Invocation(this.#core, context, envelope, declared, options);
+    const invocation = new Invocation(
+      this.#core,
+      context,
+      envelope,
+      declared,
+      options.signal,
+      timeoutMs,
+    );
     this.#invocations.set(context.executionKey.id, invocation);
     let answer: Answer<InvokeResponse>;
     try {
@@ -666,7 +675,7 @@ export class ToolEndpointClient {
         request: envelope,
         parse: (message) => answerOf(message, invokeResponseFromPayload),
         maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
-        timeoutMs: this.#timeoutOf(options, "invoke"),
+        timeoutMs,
         signal: options.signal,
         timeoutOutcome: "unknown",
       });
@@ -764,6 +773,13 @@ export class ToolEndpointClient {
     options: ToolClientCallOptions,
     action: string,
   ): ToolSemantics | undefined {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(
+        `Cannot ${action} as 'options' must be an object: current value is ${
+          describeValue(options)
+        }`,
+      );
+    }
     if (typeof operation !== "string" || operation === "") {
       throw new TypeError(
         `Cannot ${action} as 'operation' must be a non-empty string: current value is ${
@@ -802,9 +818,6 @@ export class ToolEndpointClient {
         code: ToolClientErrorCodes.CLOSED,
         outcome: "not_sent",
       });
-    }
-    if (typeof options !== "object" || options === null) {
-      throw new TypeError(`Cannot ${action} as 'options' must be an object`);
     }
     const config = this.#config;
     const context = new ToolContext({
@@ -1118,7 +1131,8 @@ class Invocation implements ToolInvocation, EventBufferHost {
     context: ToolContext,
     request: ToolEnvelope,
     semantics: ToolSemantics | undefined,
-    options: ToolClientCallOptions,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
   ) {
     const config = core.config();
     this.#core = core;
@@ -1127,9 +1141,9 @@ class Invocation implements ToolInvocation, EventBufferHost {
     this.request = request;
     this.endpointInstanceId = request.endpointInstanceId;
     this.semantics = semantics === "query" ? undefined : semantics;
-    this.#timeoutMs = options.timeoutMs ?? config.timeoutMs;
+    this.#timeoutMs = timeoutMs;
     this.#buffer = new EventBuffer(this, config.maxBufferedEvents, config.reorderWindowMs);
-    this.#signal = options.signal;
+    this.#signal = signal;
     // Nobody may be waiting when the outcome fails: that is not an unhandled rejection.
     this.#outcome.promise.catch(() => undefined);
   }
