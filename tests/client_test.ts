@@ -674,3 +674,18 @@ Deno.test("client: a bad call option opens nothing and sends nothing", async () 
   assertEquals([client.stats.openInvocations, client.stats.sent], [0, 0]);
   await client.close();
 });
+
+Deno.test("client: settled invocations waiting for late events give way at maxOpenInvocations", async () => {
+  const { client, transport } = lossy({ maxOpenInvocations: 2, reorderWindowMs: 60_000 });
+  transport.dropResponse = (m) => m.messageType === "tool.event";
+  const handles: ToolInvocation[] = [];
+  for (let i = 0; i < 5; i++) {
+    const move = await client.invoke("move", { steps: 0 });
+    assertEquals((await move.result()).status, "succeeded");
+    handles.push(move);
+  }
+  assertEquals(client.stats.openInvocations, 2);
+  // The ones that gave way ended their streams; the last two still wait for late events.
+  assertEquals(await collect(handles[0]), []);
+  await client.close();
+});

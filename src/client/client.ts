@@ -430,6 +430,8 @@ export class ToolEndpointClient {
   readonly #config: Config;
   readonly #pending = new Map<string, Exchange>();
   readonly #invocations = new Map<string, Invocation>();
+  /** Open invocations already settled, whose streams wait one reorder window for late events. */
+  readonly #lingering = new Set<Invocation>();
   readonly #counters = {
     sent: 0,
     resent: 0,
@@ -647,6 +649,12 @@ export class ToolEndpointClient {
           `'${context.invocationId}'/'${context.attemptId}'`,
       );
     }
+    // Invocations whose result is known and whose stream only waits for events in transit give
+    // way first.
+    for (const settled of this.#lingering) {
+      if (this.#invocations.size < this.#config.maxOpenInvocations) break;
+      settled.endStream();
+    }
     if (this.#invocations.size >= this.#config.maxOpenInvocations) {
       throw new ToolClientError(
         `${this.#invocations.size} invocations are open ('maxOpenInvocations')`,
@@ -754,8 +762,14 @@ export class ToolEndpointClient {
     config: () => this.#config,
     exchange: (spec) => this.#exchange(spec),
     forget: (invocation) => {
+      this.#lingering.delete(invocation);
       if (this.#invocations.get(invocation.key.id) === invocation) {
         this.#invocations.delete(invocation.key.id);
+      }
+    },
+    linger: (invocation) => {
+      if (this.#invocations.get(invocation.key.id) === invocation) {
+        this.#lingering.add(invocation);
       }
     },
     track: (work) => {
@@ -1089,6 +1103,8 @@ interface ClientCore {
   config(): Config;
   exchange<T>(spec: ExchangeSpec<T>): Promise<T>;
   forget(invocation: Invocation): void;
+  /** Marks a settled invocation whose stream stays open a while (it gives way at the limit). */
+  linger(invocation: Invocation): void;
   /** Keeps background work (a control an abort sent) that `close()` lets finish. */
   track(work: Promise<void>): void;
 }
@@ -1226,7 +1242,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   pushEvent(sequence: number, event: ToolEvent): PushOutcome {
     const outcome = this.#buffer.push(sequence, event);
     if (outcome === "delivered") this.#wake("event");
-    if (this.#buffer.ended) this.#endStream();
+    if (this.#buffer.ended) this.endStream();
     return outcome;
   }
 
@@ -1389,10 +1405,12 @@ class Invocation implements ToolInvocation, EventBufferHost {
     // The result came from a poll or the invoke answer while events may still be on their way
     // (a carrier publishes a response before the events that follow it): the stream stays open
     // one reorder window for them, then ends (held events delivered, gaps skipped).
-    this.#tailTimer = setTimeout(() => this.#endStream(), this.#core.config().reorderWindowMs);
+    this.#tailTimer = setTimeout(() => this.endStream(), this.#core.config().reorderWindowMs);
+    this.#core.linger(this);
   }
 
-  #endStream(): void {
+  /** Ends the event stream (held events delivered, gaps skipped) and stops routing events. */
+  endStream(): void {
     if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
     this.#tailTimer = undefined;
     this.#buffer.end(undefined);
