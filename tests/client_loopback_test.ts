@@ -344,3 +344,28 @@ Deno.test("client loopback: events still in transit when a poll found the result
     assertEquals(summary(await collect(move)), progress(2, "executor_completed"));
   });
 });
+
+Deno.test("client loopback: registry messages on the response output are not answers", async () => {
+  const arm = armEndpoint();
+  const flow = new LoopbackDataflow();
+  const serving = serveToolEndpoint(arm.handler, {
+    transport: flow.transport,
+    graceMs: 200,
+    lifecycle: true,
+  });
+  const client = new ToolEndpointClient({
+    transport: new LoopbackToolClientTransport(flow),
+    endpointId: ENDPOINT,
+    endpointInstanceId: INSTANCE,
+    descriptor: DESCRIPTOR,
+  });
+  assertEquals((await client.query("echo", { n: 1 })).status, "succeeded");
+  // The node registered at start: its endpoint.register went out on the response output.
+  while (client.stats.invalid + client.stats.uncorrelated === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  assertEquals(client.stats.uncorrelated, 0);
+  await client.close();
+  await flow.stop();
+  await serving;
+});

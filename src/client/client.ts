@@ -305,6 +305,15 @@ interface Config {
   readonly generateId: () => string;
 }
 
+/** The answers a caller receives (besides `tool.event`); anything else is not for a client. */
+const CALLER_BOUND: ReadonlySet<string> = new Set([
+  "tool.invoke.response",
+  "tool.status.response",
+  "tool.result.response",
+  "tool.control.response",
+  "tool.error",
+]);
+
 function describeValue(value: unknown): string {
   if (typeof value === "string") return `'${value}'`;
   try {
@@ -1031,6 +1040,10 @@ export class ToolEndpointClient {
       }
       if (message.messageType === "tool.event") {
         this.#receiveEvent(message);
+        return;
+      }
+      if (!CALLER_BOUND.has(message.messageType)) {
+        this.#counters.invalid++;
         return;
       }
       const requestId = message.requestId;
