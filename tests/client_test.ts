@@ -10,17 +10,22 @@ import {
 } from "@std/assert";
 import {
   InProcessToolClientTransport,
+  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   ToolCallError,
   ToolClientError,
   type ToolClientTransport,
   ToolEndpointClient,
   type ToolEndpointClientOptions,
+  ToolEndpointDescriptor,
   ToolEndpointError,
+  ToolEndpointHandler,
   type ToolEnvelope,
   ToolError,
   type ToolEventRecord,
   type ToolInvocation,
+  ToolOperationDescriptor,
+  ToolResult,
 } from "../mod.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
 
@@ -687,5 +692,34 @@ Deno.test("client: settled invocations waiting for late events give way at maxOp
   assertEquals(client.stats.openInvocations, 2);
   // The ones that gave way ended their streams; the last two still wait for late events.
   assertEquals(await collect(handles[0]), []);
+  await client.close();
+});
+
+Deno.test("client: an unknown outcome is a terminal result, returned once and never retried", async () => {
+  const unknown = new ToolResult({
+    status: "unknown",
+    error: new ToolError({
+      code: "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+      message: "lost",
+      retryable: true,
+    }),
+  });
+  let calls = 0;
+  const handler = new ToolEndpointHandler(
+    new ToolEndpointDescriptor({
+      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+      endpointId: ENDPOINT,
+      operations: [new ToolOperationDescriptor({ name: "echo", semantics: "query" })],
+    }),
+    { endpointInstanceId: INSTANCE, operations: { echo: { query: () => (calls++, unknown) } } },
+  );
+  const client = new ToolEndpointClient({
+    transport: new InProcessToolClientTransport(handler),
+    endpointId: ENDPOINT,
+    maxAttempts: 5,
+  });
+  const result = await client.query("echo", {}, { resendInvoke: true });
+  assertEquals([result.status, result.error?.code], ["unknown", "FORGE_ENDPOINT_OUTCOME_UNKNOWN"]);
+  assertEquals([calls, client.stats.sent, client.stats.resent], [1, 1, 0]);
   await client.close();
 });
