@@ -12,6 +12,7 @@ import {
 } from "../mod.ts";
 import {
   decodeToolEnvelopeIpc,
+  DoraToolClientTransport,
   encodeToolEnvelopeIpc,
   LoopbackDataflow,
   type LoopbackFaults,
@@ -368,4 +369,35 @@ Deno.test("client loopback: registry messages on the response output are not ans
   await client.close();
   await flow.stop();
   await serving;
+});
+
+Deno.test("client loopback: the client as a Dora node (DoraToolClientTransport on the node side)", async () => {
+  const arm = armEndpoint();
+  const flow = new LoopbackDataflow({ requestInputId: "tool_response" });
+  const transport = new DoraToolClientTransport(flow.transport);
+  const client = new ToolEndpointClient({
+    transport,
+    endpointId: ENDPOINT,
+    endpointInstanceId: INSTANCE,
+    descriptor: DESCRIPTOR,
+  });
+  // The test plays the endpoint: each tool_request output is dispatched, answers go back in.
+  const serving = (async () => {
+    for await (const output of flow.responses) {
+      assertEquals(output.id, "tool_request");
+      const answers = await arm.handler.dispatch(decodeToolEnvelopeIpc(output.data));
+      for (const answer of answers) await flow.request(bytesOf(answer));
+    }
+  })();
+  await flow.input("tick", new Uint8Array(0));
+  await flow.request(new Uint8Array([0xff, 0x00]));
+  assertEquals((await client.query("echo", { n: 2 })).outputs, { echo: { n: 2 } });
+  assertEquals(transport.stats.ignored, 1);
+  assertEquals(transport.stats.undecodable, 1);
+  assertEquals(transport.stats.sent, 1);
+  await flow.stop();
+  await transport.done;
+  await client.close();
+  await serving;
+  assertEquals(flow.isClosed, true);
 });
