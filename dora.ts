@@ -84,6 +84,7 @@ export {
 export {
   LoopbackDataflow,
   type LoopbackDataflowOptions,
+  type LoopbackFaults,
   type LoopbackInputOptions,
   type LoopbackOutput,
 } from "./src/dora/loopback.ts";
@@ -96,7 +97,6 @@ export {
 // --- Dora: the ToolGateway (Registry host and router by endpoint id) -------------------------
 export {
   runToolGatewayNode,
-  type ToolClientTransport,
   ToolGateway,
   type ToolGatewayNodeOptions,
   type ToolGatewayNodeStats,
@@ -104,3 +104,12 @@ export {
   type ToolGatewayRouteSender,
   type ToolGatewayStats,
 } from "./src/dora/gateway.ts";
+
+// --- Caller side: client transports over a Dora node and over a loopback dataflow -------------
+export {
+  DoraToolClientTransport,
+  type DoraToolClientTransportOptions,
+  type DoraToolClientTransportStats,
+  LoopbackToolClientTransport,
+  type LoopbackToolClientTransportOptions,
+} from "./src/dora/client_transport.ts";

@@ -81,5 +81,27 @@ export {
   newEndpointInstanceId,
 } from "./src/node/node.ts";
 
-// --- node reliability (branch node): health callback failures ---------------------------------
+// --- Node health: which provider callback failed ----------------------------------------------
 export type { HealthCallback } from "./src/node/health.ts";
+
+// --- Caller side: ToolEndpointClient, its transport interface and the in-process transport ---
+export {
+  type ToolClientCallOptions,
+  ToolEndpointClient,
+  type ToolEndpointClientOptions,
+  type ToolEndpointClientStats,
+  type ToolEventRecord,
+  type ToolInvocation,
+} from "./src/client/client.ts";
+export type { ToolClientTransport } from "./src/client/transport.ts";
+export { InProcessToolClientTransport } from "./src/client/in_process.ts";
+export {
+  ToolCallError,
+  ToolClientError,
+  type ToolClientErrorCode,
+  ToolClientErrorCodes,
+  type ToolClientErrorCodeTable,
+  type ToolClientErrorInit,
+  type ToolClientExchange,
+  type ToolClientOutcome,
+} from "./src/client/errors.ts";

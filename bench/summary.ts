@@ -3,7 +3,8 @@
  * its group's baseline, then a short table of the key ratios: the Wire codec against bare
  * `JSON.parse`/`JSON.stringify`, the execution ledger against a bare `Map`, a Query round trip with
  * 50,000 hung Queries pending against one with none, the fast carrier codec against apache-arrow's
- * generic path, and the fast codec at 64 KiB against the Wire codec. The Wire and carrier ratios
+ * generic path, the fast codec at 64 KiB against the Wire codec, and the client's Query against
+ * the same Query dispatched by hand. The Wire, carrier and client ratios
  * are checked against the targets they are held to.
  *
  * ```sh
@@ -42,6 +43,7 @@ const SUITES = [
   "bench/ledger_bench.ts",
   "bench/pending_bench.ts",
   "bench/carrier_bench.ts",
+  "bench/client_bench.ts",
 ];
 const BENCH_FLAGS = ["--v8-flags=--expose-gc", "--allow-read", "--allow-env", "--allow-ffi"];
 
@@ -255,6 +257,27 @@ function keyRatios(report: BenchReport): KeyRatio[] {
       },
     );
   }
+  out.push(
+    {
+      suite: "client",
+      measure: "ToolEndpointClient.query / handler.dispatch by hand",
+      value: ratio(
+        avg(report, "client query", "ToolEndpointClient"),
+        avg(report, "client query", "handler.dispatch"),
+      ),
+      unit: "cost",
+      target: { atMost: 1.5 },
+    },
+    {
+      suite: "client",
+      measure: "client Query over the loopback (IPC both ways) / handler.dispatch by hand",
+      value: ratio(
+        avg(report, "client over loopback", "ToolEndpointClient"),
+        avg(report, "client over loopback", "handler.dispatch"),
+      ),
+      unit: "cost",
+    },
+  );
   return out.filter((row) => row.value !== undefined);
 }
 
@@ -298,5 +321,5 @@ if (import.meta.main) {
       "generic ÷ fast, higher is better)\n",
   );
   const met = printKeyRatios(report);
-  if (!met) console.log("\nSome carrier targets were missed in this run (a noisy machine?).");
+  if (!met) console.log("\nSome targets were missed in this run (a noisy machine?).");
 }

@@ -6,6 +6,7 @@ import { assertEquals } from "@std/assert";
 // Examples that cannot run here, with the reason.
 const IGNORED_EXAMPLES: Readonly<Record<string, string>> = {
   "src/dora/ffi.ts": "openDoraNode needs a dora daemon and the dora C node API library",
+  "src/dora/client_transport.ts": "DoraToolClientTransport's example opens a real Dora node",
 };
 
 async function* sourceFiles(dir: string): AsyncGenerator<string> {

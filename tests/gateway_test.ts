@@ -25,6 +25,7 @@ import {
   makeUnregisterEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
+  type ToolClientTransport,
   ToolContext,
   ToolEndpointDescriptor,
   ToolEndpointError,
@@ -44,7 +45,6 @@ import {
   LoopbackDataflow,
   runToolGatewayNode,
   serveToolEndpoint,
-  type ToolClientTransport,
   ToolGateway,
   type ToolGatewayOptions,
 } from "../dora.ts";

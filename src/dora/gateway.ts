@@ -45,23 +45,7 @@ import { DEFAULT_MAX_IPC_BYTES } from "./ipc.ts";
 import type { LoopbackDataflow } from "./loopback.ts";
 import type { ToolEndpointNodeLogger } from "./runner.ts";
 import type { DoraTransport } from "./transport.ts";
-
-// TODO(client merge): import { ToolClientTransport } from "../client/transport.ts" once the
-// client branch lands; this copy is the agreed interface, member for member.
-/** What a `ToolEndpointClient` needs from a carrier (the gateway offers one per caller). */
-export interface ToolClientTransport {
-  /** Sends one request envelope toward the endpoint (rejects when it cannot be sent). */
-  send(request: ToolEnvelope): void | Promise<void>;
-  /** Called once by the client: every envelope arriving for callers (responses, tool.event). */
-  connect(deliver: (message: ToolEnvelope) => void): void;
-  /**
-   * Optional: the endpoint instance to address for `endpointId` now (a gateway resolves it from
-   * its Registry; throws a ToolEndpointError FORGE_ENDPOINT_UNAVAILABLE when none).
-   */
-  resolveInstance?(endpointId: string): string | Promise<string>;
-  /** Releases the transport. */
-  close?(): void | Promise<void>;
-}
+import type { ToolClientTransport } from "../client/transport.ts";
 
 /** Sends Arrow IPC bytes (one ToolMessage) toward the provider on one route. */
 export type ToolGatewayRouteSender = (bytes: Uint8Array) => void | Promise<void>;

@@ -23,6 +23,24 @@ export interface LoopbackDataflowOptions {
   readonly requestInputId?: string;
   /** The wall clock in Unix epoch milliseconds, for input timestamps (default `Date.now`). */
   readonly now?: () => number;
+  /** Faults injected on the way to the node and back, for tests of lossy carriers. */
+  readonly faults?: LoopbackFaults;
+}
+
+/**
+ * Faults a {@linkcode LoopbackDataflow} injects, for testing what a lossy carrier does to its
+ * peers. Each hook sees one message and returns what is delivered in its place, in order: `[]`
+ * drops it, two copies duplicate it, another message forges it; a stateful hook that keeps a
+ * message and returns it with a later one reorders them.
+ */
+export interface LoopbackFaults {
+  /** The fate of each input (`request()` and `input()`) before the node sees it. */
+  readonly input?: (id: string, data: Uint8Array) => readonly Uint8Array[];
+  /**
+   * The fate of each output the node sent, before the gateway side reads it (`sent` still
+   * records what the node sent).
+   */
+  readonly output?: (output: LoopbackOutput) => readonly LoopbackOutput[];
 }
 
 /** Options of {@linkcode LoopbackDataflow.input}. */
@@ -76,6 +94,7 @@ export class LoopbackDataflow {
   readonly logs: { readonly level: string; readonly message: string }[] = [];
   readonly #requestInputId: string;
   readonly #now: () => number;
+  readonly #faults: LoopbackFaults;
   readonly #events: QueuedEvent[] = [];
   readonly #unread: LoopbackOutput[] = [];
   readonly #outputWaiters: ((output: LoopbackOutput | null) => void)[] = [];
@@ -90,6 +109,7 @@ export class LoopbackDataflow {
   constructor(options: LoopbackDataflowOptions = {}) {
     this.#requestInputId = options.requestInputId ?? "tool_request";
     this.#now = options.now ?? Date.now;
+    this.#faults = options.faults ?? {};
     this.transport = {
       nextEvent: () => this.#nextEvent(),
       sendOutput: (id, data) => this.#sendOutput(id, data),
@@ -134,12 +154,33 @@ export class LoopbackDataflow {
       return Promise.reject(new TypeError("loopback input data must be a Uint8Array"));
     }
     const timestamp = options.timestamp ?? epochMsToNtp64(Math.floor(this.#now()));
-    return this.#deliver({
-      type: "input",
-      id: String(id),
-      data: data.slice(),
-      timestampMs: ntp64ToEpochMs(timestamp),
-    });
+    const inputId = String(id);
+    const fates = this.#faults.input === undefined
+      ? [data]
+      : this.#faults.input(inputId, data.slice());
+    let first: Promise<void> | undefined;
+    for (const bytes of fates) {
+      const delivered = this.#deliver({
+        type: "input",
+        id: inputId,
+        data: bytes.slice(),
+        timestampMs: ntp64ToEpochMs(timestamp),
+      });
+      first ??= delivered;
+    }
+    // A dropped input counts as delivered: the sender cannot tell.
+    return first ?? Promise.resolve();
+  }
+
+  /**
+   * Puts an output on the gateway side as if the node had sent it (a forged, replayed or late
+   * message); it is not recorded in `sent` and passes no fault hook.
+   */
+  injectOutput(id: string, data: Uint8Array): void {
+    if (!(data instanceof Uint8Array)) {
+      throw new TypeError("loopback output data must be a Uint8Array");
+    }
+    this.#publish(Object.freeze({ id: String(id), data: data.slice() }));
   }
 
   /** Delivers Stop. Resolves when the node took it; rejects if the node closed before. */
@@ -250,13 +291,18 @@ export class LoopbackDataflow {
     }
     const output: LoopbackOutput = Object.freeze({ id, data: data.slice() });
     this.sent.push(output);
+    const fates = this.#faults.output === undefined ? [output] : this.#faults.output(output);
+    for (const fate of fates) this.#publish(fate);
+    return Promise.resolve();
+  }
+
+  #publish(output: LoopbackOutput): void {
     const waiter = this.#outputWaiters.shift();
     if (waiter !== undefined) {
       waiter(output);
     } else {
       this.#unread.push(output);
     }
-    return Promise.resolve();
   }
 
   /** The node reads no more: a pending read ends with `null`; queued events stay untaken. */

@@ -1,0 +1,162 @@
+/**
+ * The caller side: a Query through {@linkcode ToolEndpointClient} against the same Query written
+ * by hand over `handler.dispatch` (fresh ids, the invoke envelope, dispatch, the response payload
+ * decoded), measured in the same run; the client's target is at most 1.5× that baseline. Also an
+ * Action invoke + result through the client, and a Query over the loopback dataflow (Arrow IPC
+ * bytes both ways, the endpoint served by `serveToolEndpoint`) for the cost of the carrier hop.
+ *
+ * TODO(lead): once the gateway lands, add the full caller → gateway → provider → caller round
+ * trip over the loopback (IPC bytes on both hops) as a case of the "client over loopback" group.
+ */
+import {
+  InProcessToolClientTransport,
+  invokeResponseFromPayload,
+  makeInvokeRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+  ToolAccepted,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointClient,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import { LoopbackDataflow, LoopbackToolClientTransport, serveToolEndpoint } from "../dora.ts";
+
+const ENDPOINT = "vision.yolo";
+const INSTANCE = "yolo-1";
+const done = new ToolResult({ status: "succeeded", outputs: { objects: [{ label: "cube" }] } });
+const available = new ToolResultResponse({ status: "available", result: done });
+const completed = new ToolExecutionStatus({ phase: "completed" });
+const ARGS = { class: "cube", threshold: 0.5 };
+
+const descriptor = new ToolEndpointDescriptor({
+  protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+  endpointId: ENDPOINT,
+  operations: [
+    new ToolOperationDescriptor({ name: "detect", semantics: "query", maxConcurrency: 64 }),
+    new ToolOperationDescriptor({
+      name: "track",
+      semantics: "action",
+      cancellable: true,
+      statusSupported: true,
+      maxConcurrency: 64,
+    }),
+  ],
+});
+
+function makeHandler(): ToolEndpointHandler {
+  return new ToolEndpointHandler(descriptor, {
+    endpointInstanceId: INSTANCE,
+    maxRetainedExecutions: 1024,
+    operations: {
+      detect: { query: () => done },
+      // Completes at start: the invoke answers with acceptance, the result is available at once.
+      track: {
+        start: () => new ToolAccepted(),
+        cancel: () => new ToolControlResponse({ command: "cancel", status: "terminal" }),
+        status: () => completed,
+        result: () => available,
+      },
+    },
+  });
+}
+
+const handler = makeHandler();
+const client = new ToolEndpointClient({
+  transport: new InProcessToolClientTransport(handler),
+  endpointId: ENDPOINT,
+  descriptor,
+});
+
+Deno.bench({
+  name: "handler.dispatch by hand (baseline)",
+  group: "client query",
+  baseline: true,
+  async fn() {
+    const context = new ToolContext({
+      executionKey: new ToolExecutionKey({
+        invocationId: crypto.randomUUID(),
+        attemptId: crypto.randomUUID(),
+      }),
+      toolId: ENDPOINT,
+      implementationId: ENDPOINT,
+      endpointId: ENDPOINT,
+      operation: "detect",
+    });
+    const request = makeInvokeRequestEnvelope(new ToolRequest({ arguments: ARGS }), context, {
+      requestId: crypto.randomUUID(),
+      endpointInstanceId: INSTANCE,
+    });
+    const [response] = await handler.dispatch(request);
+    const result = invokeResponseFromPayload(response.payload);
+    if (!(result instanceof ToolResult)) throw new Error("expected a result");
+  },
+});
+
+Deno.bench({
+  name: "ToolEndpointClient.query (in process)",
+  group: "client query",
+  async fn() {
+    const result = await client.query("detect", ARGS);
+    if (result.status !== "succeeded") throw new Error("expected success");
+  },
+});
+
+Deno.bench({
+  name: "ToolEndpointClient.invoke + result (in process)",
+  group: "client action",
+  async fn() {
+    const invocation = await client.invoke("track", ARGS);
+    await invocation.result();
+  },
+});
+
+// The same Query over a loopback dataflow: the client encodes Arrow IPC, the served node
+// decodes, dispatches and encodes, the client decodes.
+const flow = new LoopbackDataflow();
+const served = makeHandler();
+void serveToolEndpoint(served, { transport: flow.transport });
+const loopbackClient = new ToolEndpointClient({
+  transport: new LoopbackToolClientTransport(flow),
+  endpointId: ENDPOINT,
+  endpointInstanceId: INSTANCE,
+  descriptor,
+});
+
+Deno.bench({
+  name: "handler.dispatch by hand (baseline)",
+  group: "client over loopback",
+  baseline: true,
+  async fn() {
+    const context = new ToolContext({
+      executionKey: new ToolExecutionKey({
+        invocationId: crypto.randomUUID(),
+        attemptId: crypto.randomUUID(),
+      }),
+      toolId: ENDPOINT,
+      implementationId: ENDPOINT,
+      endpointId: ENDPOINT,
+      operation: "detect",
+    });
+    const request = makeInvokeRequestEnvelope(new ToolRequest({ arguments: ARGS }), context, {
+      requestId: crypto.randomUUID(),
+      endpointInstanceId: INSTANCE,
+    });
+    const [response] = await handler.dispatch(request);
+    invokeResponseFromPayload(response.payload);
+  },
+});
+
+Deno.bench({
+  name: "ToolEndpointClient.query over the loopback (IPC both ways)",
+  group: "client over loopback",
+  async fn() {
+    await loopbackClient.query("detect", ARGS);
+  },
+});

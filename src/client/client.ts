@@ -1,0 +1,1493 @@
+/**
+ * The caller side of the ToolEndpoint Wire: {@linkcode ToolEndpointClient} sends correlated
+ * requests over a {@linkcode ToolClientTransport} and returns results, invocation handles and
+ * ordered event streams.
+ *
+ * @module
+ */
+import type { ToolControlCommand, ToolSemantics } from "../endpoint/constants.ts";
+import {
+  ToolAccepted,
+  ToolContext,
+  type ToolControlResponse,
+  ToolEndpointDescriptor,
+  type ToolError,
+  type ToolEvent,
+  ToolExecutionKey,
+  type ToolExecutionStatus,
+  ToolRequest,
+  ToolResult,
+  type ToolResultResponse,
+} from "../endpoint/models.ts";
+import { validateResponseCorrelation } from "../wire/correlation.ts";
+import { ToolEnvelope } from "../wire/envelope.ts";
+import {
+  makeControlRequestEnvelope,
+  makeInvokeRequestEnvelope,
+  makeResultRequestEnvelope,
+  makeStatusRequestEnvelope,
+} from "../wire/factories.ts";
+import {
+  controlResponseFromPayload,
+  errorFromPayload,
+  eventFromPayload,
+  type InvokeResponse,
+  invokeResponseFromPayload,
+  resultResponseFromPayload,
+  statusResponseFromPayload,
+} from "../wire/messages.ts";
+import {
+  ToolCallError,
+  ToolClientError,
+  ToolClientErrorCodes,
+  type ToolClientExchange,
+  type ToolClientOutcome,
+} from "./errors.ts";
+import {
+  EventBuffer,
+  type EventBufferHost,
+  type PushOutcome,
+  type ToolEventRecord,
+} from "./_events.ts";
+import type { ToolClientTransport } from "./transport.ts";
+
+export type { ToolEventRecord } from "./_events.ts";
+
+/** Options of {@linkcode ToolEndpointClient}. */
+export interface ToolEndpointClientOptions {
+  /** The carrier requests go out on and answers come back from. */
+  readonly transport: ToolClientTransport;
+  /** The logical endpoint every call addresses. */
+  readonly endpointId: string;
+  /**
+   * The provider instance to address. When absent, the transport's `resolveInstance` is asked at
+   * each invoke (a gateway), else requests carry no instance.
+   */
+  readonly endpointInstanceId?: string;
+  /**
+   * The endpoint's descriptor: which operations exist and their semantics (Query, Action,
+   * Session), so `query()` and `invoke()` refuse a wrong operation before sending, and abort and
+   * dispose pick `cancel` or `stop`. Without it, semantics are learned from the answers: an
+   * accepted invoke is an Action or Session, and abort tries `cancel`, then `stop` when `cancel`
+   * is `unsupported` (or give `semantics` per call).
+   */
+  readonly descriptor?: ToolEndpointDescriptor;
+  /** The Runtime tool id placed in every context (default: the endpoint id). */
+  readonly toolId?: string;
+  /** The implementation id placed in every context (default: the endpoint id). */
+  readonly implementationId?: string;
+  /** Who calls, placed in every context unless a call says otherwise. */
+  readonly callerId?: string;
+  /**
+   * How long one attempt of an exchange waits for its answer, in milliseconds.
+   *
+   * @default {5000}
+   */
+  readonly timeoutMs?: number;
+  /**
+   * How many times a status, result or control request is sent (same request id) before it
+   * fails with a {@linkcode ToolClientError} `FORGE_CLIENT_TIMEOUT`. An invoke is sent once unless
+   * the call opts in with `resendInvoke`.
+   *
+   * @default {3}
+   */
+  readonly maxAttempts?: number;
+  /**
+   * The first delay between result polls while a caller waits and no event arrives, in
+   * milliseconds; it doubles up to `maxPollIntervalMs`, and restarts when an event arrives.
+   *
+   * @default {50}
+   */
+  readonly pollIntervalMs?: number;
+  /**
+   * The largest delay between result polls, in milliseconds.
+   *
+   * @default {1000}
+   */
+  readonly maxPollIntervalMs?: number;
+  /**
+   * How long an event after a missing sequence is held for the missing one, in milliseconds,
+   * before the gap is skipped (and the result polled).
+   *
+   * @default {100}
+   */
+  readonly reorderWindowMs?: number;
+  /**
+   * The most exchanges waiting for an answer at once; beyond, a call fails with
+   * `FORGE_CLIENT_OVERLOADED` without sending.
+   *
+   * @default {1024}
+   */
+  readonly maxPendingExchanges?: number;
+  /**
+   * The most Action/Session invocations whose events are routed at once (open handles that
+   * neither reached a terminal event nor were disposed); beyond, `invoke()` fails with
+   * `FORGE_CLIENT_OVERLOADED` without sending.
+   *
+   * @default {1024}
+   */
+  readonly maxOpenInvocations?: number;
+  /**
+   * The most events one invocation buffers for its reader (and holds out of order). A reader
+   * that falls further behind loses the oldest events (counted in `droppedEvents`); sequence
+   * numbers show the hole.
+   *
+   * @default {256}
+   */
+  readonly maxBufferedEvents?: number;
+  /**
+   * Makes the ids the client generates: invocation, attempt and request ids a call does not
+   * give (deterministic ids make runs replayable).
+   *
+   * @default {() => crypto.randomUUID()}
+   */
+  readonly generateId?: () => string;
+  /**
+   * Told about a failure nobody awaits: the `cancel` or `stop` an abort or a dispose sent in the
+   * background. Default: `console.error` with the execution key.
+   */
+  readonly onError?: (error: unknown, key: ToolExecutionKey) => void;
+}
+
+/** Options of one call ({@linkcode ToolEndpointClient.query}, {@linkcode ToolEndpointClient.invoke}). */
+export interface ToolClientCallOptions {
+  /**
+   * Ends the call: a pending exchange rejects with the signal's reason; for an Action or Session
+   * the client also sends `cancel` (Action) or `stop` (Session), and waits on the handle
+   * (`result()`, `events`) end with the reason.
+   */
+  readonly signal?: AbortSignal;
+  /** The attempt timeout of this call's exchanges, in milliseconds (default: the client's). */
+  readonly timeoutMs?: number;
+  /** The absolute deadline, Unix epoch milliseconds, placed in the context as `deadline_ms`. */
+  readonly deadlineMs?: number;
+  /** Who calls (default: the client's `callerId`). */
+  readonly callerId?: string;
+  /** JSON metadata placed in the context. */
+  readonly metadata?: object;
+  /** The invocation id (default: the client's `generateId()`, a random UUID). */
+  readonly invocationId?: string;
+  /** The attempt id (default: the client's `generateId()`). */
+  readonly attemptId?: string;
+  /** The invoke's request id (default: the client's `generateId()`). */
+  readonly requestId?: string;
+  /** The Runtime tool id (default: the client's). */
+  readonly toolId?: string;
+  /** The implementation id (default: the client's). */
+  readonly implementationId?: string;
+  /**
+   * Re-send an unanswered invoke (same request id and execution key) up to `maxAttempts`. Only
+   * for operations known to be idempotent: a duplicate delivery may execute again (PROTOCOL
+   * 5.2). Off by default.
+   *
+   * @default {false}
+   */
+  readonly resendInvoke?: boolean;
+  /**
+   * The operation's semantics when the client has no descriptor (`"action"` or `"session"`),
+   * to pick `cancel` or `stop` on abort and dispose.
+   */
+  readonly semantics?: "action" | "session";
+}
+
+/** Counters of a {@linkcode ToolEndpointClient}, a snapshot. */
+export interface ToolEndpointClientStats {
+  /** Requests sent, first attempts. */
+  readonly sent: number;
+  /** Requests re-sent after a timeout. */
+  readonly resent: number;
+  /** Exchanges that timed out after every attempt. */
+  readonly timeouts: number;
+  /** Responses that answered a pending exchange. */
+  readonly responses: number;
+  /** Responses with no pending exchange (late, duplicate or unknown request id): dropped. */
+  readonly uncorrelated: number;
+  /** Responses or events whose identities do not match their request or invocation: dropped. */
+  readonly mismatched: number;
+  /** Messages with an invalid payload, or of a type no caller receives: dropped. */
+  readonly invalid: number;
+  /** Events delivered in order to an invocation. */
+  readonly events: number;
+  /** Duplicate events dropped. */
+  readonly duplicateEvents: number;
+  /** Events for no open invocation: dropped. */
+  readonly unroutedEvents: number;
+  /** Exchanges waiting for an answer now. */
+  readonly pendingExchanges: number;
+  /** Invocations whose events are routed now. */
+  readonly openInvocations: number;
+}
+
+/**
+ * The handle of one Action or Session invocation, from {@linkcode ToolEndpointClient.invoke}.
+ * Dispose it (`await using`) to send `cancel`/`stop` when it is still running and release it.
+ */
+export interface ToolInvocation extends AsyncDisposable {
+  /** The execution key of the invocation. */
+  readonly key: ToolExecutionKey;
+  /** The context the invoke carried. */
+  readonly context: ToolContext;
+  /** The provider instance the invocation is pinned to, or `undefined`. */
+  readonly endpointInstanceId: string | undefined;
+  /**
+   * The invoke's answer: the acceptance, or a terminal result the endpoint answered at once;
+   * `undefined` when the invoke went unanswered and a result poll showed the execution admitted.
+   */
+  readonly acceptance: ToolAccepted | ToolResult | undefined;
+  /** The semantics, from the descriptor or the call; `undefined` when neither said. */
+  readonly semantics: "action" | "session" | undefined;
+  /**
+   * The invocation's events in sequence order, duplicates dropped, ending after the terminal
+   * event, or `reorderWindowMs` after the terminal result became known otherwise (a poll, an
+   * invoke answered with a result), so events still in transit arrive. Iterating starts result
+   * polling, so a lost terminal event still ends the stream. Throws what ended the wait (abort
+   * reason, timeout).
+   */
+  readonly events: AsyncIterable<ToolEventRecord>;
+  /** Events dropped because the reader fell `maxBufferedEvents` behind. */
+  readonly droppedEvents: number;
+  /** Gaps in the event sequence that were skipped. */
+  readonly eventGaps: number;
+  /** The current status (a `tool.status.request`). */
+  status(): Promise<ToolExecutionStatus>;
+  /**
+   * The terminal result: from the terminal event (then one result request), else by polling the
+   * result with capped backoff. `unknown` is a terminal outcome like any other.
+   */
+  result(): Promise<ToolResult>;
+  /** Sends `cancel` (an Action) and returns the endpoint's control answer. */
+  cancel(reason?: string): Promise<ToolControlResponse>;
+  /** Sends `stop` (a Session) and returns the endpoint's control answer. */
+  stop(reason?: string): Promise<ToolControlResponse>;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+type Answer<T> = { readonly ok: T } | { readonly error: ToolError };
+
+interface ExchangeSpec<T> {
+  readonly name: ToolClientExchange;
+  readonly request: ToolEnvelope;
+  readonly parse: (response: ToolEnvelope) => T;
+  readonly maxAttempts: number;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal | undefined;
+  /** What is known of the execution when the exchange times out. */
+  readonly timeoutOutcome: ToolClientOutcome | undefined;
+}
+
+interface Exchange {
+  readonly spec: ExchangeSpec<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  /** When the current attempt times out, on the `performance.now()` clock. */
+  deadline: number;
+  attempts: number;
+  unlinkSignal: (() => void) | undefined;
+}
+
+interface Config {
+  readonly endpointId: string;
+  readonly endpointInstanceId: string | undefined;
+  readonly descriptor: ToolEndpointDescriptor | undefined;
+  readonly toolId: string;
+  readonly implementationId: string;
+  readonly callerId: string | undefined;
+  readonly timeoutMs: number;
+  readonly maxAttempts: number;
+  readonly pollIntervalMs: number;
+  readonly maxPollIntervalMs: number;
+  readonly reorderWindowMs: number;
+  readonly maxPendingExchanges: number;
+  readonly maxOpenInvocations: number;
+  readonly maxBufferedEvents: number;
+  readonly onError: (error: unknown, key: ToolExecutionKey) => void;
+  readonly generateId: () => string;
+}
+
+/** The answers a caller receives (besides `tool.event`); anything else is not for a client. */
+const CALLER_BOUND: ReadonlySet<string> = new Set([
+  "tool.invoke.response",
+  "tool.status.response",
+  "tool.result.response",
+  "tool.control.response",
+  "tool.error",
+]);
+
+function describeValue(value: unknown): string {
+  if (typeof value === "string") return `'${value}'`;
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+function positiveInteger(value: unknown, name: string, action: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(
+      `Cannot ${action} as '${name}' must be a positive integer: current value is ${
+        describeValue(value)
+      }`,
+    );
+  }
+  return value;
+}
+
+function optionalString(value: unknown, name: string, action: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new TypeError(
+      `Cannot ${action} as '${name}' must be a non-empty string: current value is ${
+        describeValue(value)
+      }`,
+    );
+  }
+  return value;
+}
+
+function defaultOnError(error: unknown, key: ToolExecutionKey): void {
+  console.error(
+    `ToolEndpointClient background failure invocation_id=${key.invocationId} ` +
+      `attempt_id=${key.attemptId}`,
+    error,
+  );
+}
+
+function answerOf<T>(response: ToolEnvelope, decode: (payload: unknown) => T): Answer<T> {
+  return response.messageType === "tool.error"
+    ? { error: errorFromPayload(response.payload) }
+    : { ok: decode(response.payload) };
+}
+
+function unwrap<T>(answer: Answer<T>): T {
+  if ("error" in answer) throw new ToolCallError(answer.error, "error");
+  return answer.ok;
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The call was aborted", "AbortError");
+}
+
+/** The control command that ends an execution of `semantics`. */
+function endCommand(semantics: "action" | "session"): ToolControlCommand {
+  return semantics === "action" ? "cancel" : "stop";
+}
+
+/**
+ * The caller side of one ToolEndpoint: Query calls, Action and Session invocations with event
+ * streams, status, result and control, over any {@linkcode ToolClientTransport}.
+ *
+ * Every response is checked against its request with {@linkcode validateResponseCorrelation};
+ * responses that answer no pending exchange (late, duplicate, forged, for another instance) are
+ * dropped and counted in {@linkcode ToolEndpointClient.stats}, never handed to another call.
+ *
+ * Lost messages: status, result and control requests without an answer in `timeoutMs` are
+ * re-sent with the same request id, up to `maxAttempts` sends, then fail with a
+ * {@linkcode ToolClientError} `FORGE_CLIENT_TIMEOUT` naming the exchange. An invoke is not
+ * re-sent (a duplicate delivery may execute again, PROTOCOL 5.2) unless the call sets
+ * `resendInvoke`: an unanswered Query fails with outcome `"unknown"`; for an unanswered Action or
+ * Session invoke the client asks the result of the execution key to learn whether it was
+ * admitted. `ToolError.retryable` never triggers a retry by itself.
+ *
+ * Bounds: `maxPendingExchanges` exchanges wait at once, `maxOpenInvocations` invocations are
+ * routed at once, and each buffers at most `maxBufferedEvents` events (the oldest are dropped
+ * when its reader falls behind).
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   InProcessToolClientTransport,
+ *   TOOL_ENDPOINT_PROTOCOL,
+ *   ToolEndpointClient,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
+ * const descriptor = new ToolEndpointDescriptor({
+ *   protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+ *   endpointId: "math",
+ *   operations: [new ToolOperationDescriptor({ name: "add", semantics: "query" })],
+ * });
+ * const handler = new ToolEndpointHandler(descriptor, {
+ *   endpointInstanceId: "math-1",
+ *   operations: {
+ *     add: {
+ *       query: (request) =>
+ *         new ToolResult({
+ *           status: "succeeded",
+ *           outputs: { sum: Number(request.arguments.a) + Number(request.arguments.b) },
+ *         }),
+ *     },
+ *   },
+ * });
+ * const client = new ToolEndpointClient({
+ *   transport: new InProcessToolClientTransport(handler),
+ *   endpointId: "math",
+ *   descriptor,
+ * });
+ * const result = await client.query("add", { a: 2, b: 3 });
+ * assertEquals(result.outputs, { sum: 5 });
+ * await client.close();
+ * ```
+ */
+export class ToolEndpointClient {
+  readonly #transport: ToolClientTransport;
+  readonly #config: Config;
+  readonly #pending = new Map<string, Exchange>();
+  readonly #invocations = new Map<string, Invocation>();
+  /** Open invocations already settled, whose streams wait one reorder window for late events. */
+  readonly #lingering = new Set<Invocation>();
+  readonly #counters = {
+    sent: 0,
+    resent: 0,
+    timeouts: 0,
+    responses: 0,
+    uncorrelated: 0,
+    mismatched: 0,
+    invalid: 0,
+    events: 0,
+    duplicateEvents: 0,
+    unroutedEvents: 0,
+  };
+  readonly #background = new Set<Promise<void>>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = 0;
+  #closing: Promise<void> | undefined;
+  #closed = false;
+
+  /**
+   * Checks the options and connects to the transport. Option errors name the option and show
+   * the value received.
+   */
+  constructor(options: ToolEndpointClientOptions) {
+    const action = "create a ToolEndpointClient";
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(`Cannot ${action} as 'options' must be an object`);
+    }
+    const transport: unknown = options.transport;
+    if (
+      typeof transport !== "object" || transport === null ||
+      typeof (transport as ToolClientTransport).send !== "function" ||
+      typeof (transport as ToolClientTransport).connect !== "function"
+    ) {
+      throw new TypeError(
+        `Cannot ${action} as 'transport' must have send() and connect(): current value is ${
+          describeValue(transport)
+        }`,
+      );
+    }
+    const endpointId = optionalString(options.endpointId, "endpointId", action);
+    if (endpointId === undefined) {
+      throw new TypeError(
+        `Cannot ${action} as 'endpointId' must be a non-empty string: current value is undefined`,
+      );
+    }
+    const descriptor: unknown = options.descriptor;
+    if (descriptor !== undefined) {
+      if (!(descriptor instanceof ToolEndpointDescriptor)) {
+        throw new TypeError(
+          `Cannot ${action} as 'descriptor' must be a ToolEndpointDescriptor: current value is ${
+            describeValue(descriptor)
+          }`,
+        );
+      }
+      if (descriptor.endpointId !== endpointId) {
+        throw new RangeError(
+          `Cannot ${action} as 'descriptor' must describe endpoint '${endpointId}': current ` +
+            `value describes '${descriptor.endpointId}'`,
+        );
+      }
+    }
+    const pollIntervalMs = positiveInteger(options.pollIntervalMs, "pollIntervalMs", action, 50);
+    const maxPollIntervalMs = positiveInteger(
+      options.maxPollIntervalMs,
+      "maxPollIntervalMs",
+      action,
+      Math.max(1000, pollIntervalMs),
+    );
+    if (maxPollIntervalMs < pollIntervalMs) {
+      throw new RangeError(
+        `Cannot ${action} as 'maxPollIntervalMs' must be at least 'pollIntervalMs' ` +
+          `(${pollIntervalMs}): current value is ${maxPollIntervalMs}`,
+      );
+    }
+    if (options.generateId !== undefined && typeof options.generateId !== "function") {
+      throw new TypeError(
+        `Cannot ${action} as 'generateId' must be a function: current value is ${
+          describeValue(options.generateId)
+        }`,
+      );
+    }
+    if (options.onError !== undefined && typeof options.onError !== "function") {
+      throw new TypeError(
+        `Cannot ${action} as 'onError' must be a function: current value is ${
+          describeValue(options.onError)
+        }`,
+      );
+    }
+    this.#config = Object.freeze({
+      endpointId,
+      endpointInstanceId: optionalString(
+        options.endpointInstanceId,
+        "endpointInstanceId",
+        action,
+      ),
+      descriptor: descriptor as ToolEndpointDescriptor | undefined,
+      toolId: optionalString(options.toolId, "toolId", action) ?? endpointId,
+      implementationId: optionalString(options.implementationId, "implementationId", action) ??
+        endpointId,
+      callerId: optionalString(options.callerId, "callerId", action),
+      timeoutMs: positiveInteger(options.timeoutMs, "timeoutMs", action, 5000),
+      maxAttempts: positiveInteger(options.maxAttempts, "maxAttempts", action, 3),
+      pollIntervalMs,
+      maxPollIntervalMs,
+      reorderWindowMs: positiveInteger(options.reorderWindowMs, "reorderWindowMs", action, 100),
+      maxPendingExchanges: positiveInteger(
+        options.maxPendingExchanges,
+        "maxPendingExchanges",
+        action,
+        1024,
+      ),
+      maxOpenInvocations: positiveInteger(
+        options.maxOpenInvocations,
+        "maxOpenInvocations",
+        action,
+        1024,
+      ),
+      maxBufferedEvents: positiveInteger(
+        options.maxBufferedEvents,
+        "maxBufferedEvents",
+        action,
+        256,
+      ),
+      onError: options.onError ?? defaultOnError,
+      generateId: options.generateId ?? (() => crypto.randomUUID()),
+    });
+    this.#transport = transport as ToolClientTransport;
+    this.#transport.connect((message) => this.#receive(message));
+  }
+
+  /** The endpoint this client calls. */
+  get endpointId(): string {
+    return this.#config.endpointId;
+  }
+
+  /** A snapshot of the client's counters. */
+  get stats(): ToolEndpointClientStats {
+    return Object.freeze({
+      ...this.#counters,
+      pendingExchanges: this.#pending.size,
+      openInvocations: this.#invocations.size,
+    });
+  }
+
+  /**
+   * Calls a Query operation and resolves to its {@linkcode ToolResult} (any terminal status,
+   * `unknown` included). A rejected invoke or a `tool.error` rejects with a
+   * {@linkcode ToolCallError}; no answer in `timeoutMs` rejects with a {@linkcode ToolClientError}
+   * `FORGE_CLIENT_TIMEOUT` of outcome `"unknown"` (the query may have run).
+   */
+  async query(
+    operation: string,
+    args: object = {},
+    options: ToolClientCallOptions = {},
+  ): Promise<ToolResult> {
+    const semantics = this.#semanticsOf(operation, options, "query");
+    if (semantics !== undefined && semantics !== "query") {
+      throw new RangeError(
+        `Cannot query as 'operation' must be a Query operation: current value is '${operation}' ` +
+          `(${semantics}; use invoke())`,
+      );
+    }
+    const timeoutMs = this.#timeoutOf(options, "query");
+    const { envelope, context } = await this.#invokeRequest(operation, args, options, "query");
+    const response = await this.#exchange({
+      name: "invoke",
+      request: envelope,
+      parse: (message) => answerOf(message, invokeResponseFromPayload),
+      maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
+      timeoutMs,
+      signal: options.signal,
+      timeoutOutcome: "unknown",
+    });
+    const outcome = unwrap(response);
+    if (outcome instanceof ToolResult) return outcome;
+    if (outcome instanceof ToolAccepted) {
+      throw new ToolClientError(
+        `operation '${operation}' was accepted as an Action or Session; use invoke()`,
+        {
+          code: ToolClientErrorCodes.UNEXPECTED_RESPONSE,
+          exchange: "invoke",
+          invocationId: context.invocationId,
+          attemptId: context.attemptId,
+          attempts: 1,
+        },
+      );
+    }
+    throw new ToolCallError(outcome, "rejected");
+  }
+
+  /**
+   * Invokes an Action or Session operation and resolves, once the endpoint answered, to its
+   * {@linkcode ToolInvocation} handle. A rejected invoke or a `tool.error` rejects with a
+   * {@linkcode ToolCallError}. When the invoke gets no answer, the client asks the result of the
+   * execution key: `pending` or `available` yield the handle (the execution was admitted), and
+   * `not_found` rejects with `FORGE_CLIENT_TIMEOUT` of outcome `"not_admitted"`.
+   */
+  async invoke(
+    operation: string,
+    args: object = {},
+    options: ToolClientCallOptions = {},
+  ): Promise<ToolInvocation> {
+    const declared = this.#semanticsOf(operation, options, "invoke");
+    if (declared === "query") {
+      throw new RangeError(
+        `Cannot invoke as 'operation' must be an Action or Session operation: current value is ` +
+          `'${operation}' (query; use query())`,
+      );
+    }
+    const timeoutMs = this.#timeoutOf(options, "invoke");
+    const { envelope, context } = await this.#invokeRequest(operation, args, options, "invoke");
+    if (this.#invocations.has(context.executionKey.id)) {
+      throw new RangeError(
+        `Cannot invoke as the execution key is already open: current value is ` +
+          `'${context.invocationId}'/'${context.attemptId}'`,
+      );
+    }
+    // Invocations whose result is known and whose stream only waits for events in transit give
+    // way first.
+    for (const settled of this.#lingering) {
+      if (this.#invocations.size < this.#config.maxOpenInvocations) break;
+      settled.endStream();
+    }
+    if (this.#invocations.size >= this.#config.maxOpenInvocations) {
+      throw new ToolClientError(
+        `${this.#invocations.size} invocations are open ('maxOpenInvocations')`,
+        {
+          code: ToolClientErrorCodes.OVERLOADED,
+          exchange: "invoke",
+          invocationId: context.invocationId,
+          attemptId: context.attemptId,
+          outcome: "not_sent",
+        },
+      );
+    }
+    const invocation = new Invocation(
+      this.#core,
+      context,
+      envelope,
+      declared,
+      options.signal,
+      timeoutMs,
+    );
+    this.#invocations.set(context.executionKey.id, invocation);
+    let answer: Answer<InvokeResponse>;
+    try {
+      answer = await this.#exchange({
+        name: "invoke",
+        request: envelope,
+        parse: (message) => answerOf(message, invokeResponseFromPayload),
+        maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
+        timeoutMs,
+        signal: options.signal,
+        timeoutOutcome: "unknown",
+      });
+    } catch (error) {
+      if (
+        error instanceof ToolClientError && error.code === ToolClientErrorCodes.TIMEOUT &&
+        !options.signal?.aborted
+      ) {
+        return await invocation.recoverAdmission(error);
+      }
+      if (options.signal?.aborted) invocation.abort(abortReason(options.signal));
+      else invocation.release(error);
+      throw error;
+    }
+    if ("error" in answer) {
+      invocation.release(undefined);
+      throw new ToolCallError(answer.error, "error");
+    }
+    const outcome = answer.ok;
+    if (!(outcome instanceof ToolAccepted) && !(outcome instanceof ToolResult)) {
+      invocation.release(undefined);
+      throw new ToolCallError(outcome, "rejected");
+    }
+    invocation.accept(outcome);
+    return invocation;
+  }
+
+  /**
+   * Closes the client: pending exchanges reject with `FORGE_CLIENT_CLOSED`, open invocations end
+   * their waits, and the transport is closed.
+   */
+  close(): Promise<void> {
+    return this.#closing ??= this.#close();
+  }
+
+  async #close(): Promise<void> {
+    // The cancel or stop an abort sent is let finish (each is bounded by its exchange's
+    // attempts); new calls are refused meanwhile.
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+    this.#closed = true;
+    for (const exchange of [...this.#pending.values()]) {
+      const request = exchange.spec.request;
+      this.#fail(
+        exchange,
+        new ToolClientError("the client was closed", {
+          code: ToolClientErrorCodes.CLOSED,
+          exchange: exchange.spec.name,
+          invocationId: request.invocationId,
+          attemptId: request.attemptId,
+          attempts: exchange.attempts,
+        }),
+      );
+    }
+    for (const invocation of [...this.#invocations.values()]) {
+      invocation.release(
+        new ToolClientError("the client was closed", {
+          code: ToolClientErrorCodes.CLOSED,
+          invocationId: invocation.key.invocationId,
+          attemptId: invocation.key.attemptId,
+        }),
+      );
+    }
+    this.#stopTimer();
+    await this.#transport.close?.();
+  }
+
+  /** `close()`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  /** What invocations use of the client. */
+  readonly #core: ClientCore = {
+    config: () => this.#config,
+    exchange: (spec) => this.#exchange(spec),
+    forget: (invocation) => {
+      this.#lingering.delete(invocation);
+      if (this.#invocations.get(invocation.key.id) === invocation) {
+        this.#invocations.delete(invocation.key.id);
+      }
+    },
+    linger: (invocation) => {
+      if (this.#invocations.get(invocation.key.id) === invocation) {
+        this.#lingering.add(invocation);
+      }
+    },
+    track: (work) => {
+      this.#background.add(work);
+      work.then(() => this.#background.delete(work));
+    },
+  };
+
+  #timeoutOf(options: ToolClientCallOptions, action: string): number {
+    return positiveInteger(options.timeoutMs, "timeoutMs", action, this.#config.timeoutMs);
+  }
+
+  #semanticsOf(
+    operation: string,
+    options: ToolClientCallOptions,
+    action: string,
+  ): ToolSemantics | undefined {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(
+        `Cannot ${action} as 'options' must be an object: current value is ${
+          describeValue(options)
+        }`,
+      );
+    }
+    if (typeof operation !== "string" || operation === "") {
+      throw new TypeError(
+        `Cannot ${action} as 'operation' must be a non-empty string: current value is ${
+          describeValue(operation)
+        }`,
+      );
+    }
+    const given: unknown = options.semantics;
+    if (given !== undefined && given !== "action" && given !== "session") {
+      throw new RangeError(
+        `Cannot ${action} as 'semantics' must be "action" or "session": current value is ${
+          describeValue(given)
+        }`,
+      );
+    }
+    const descriptor = this.#config.descriptor;
+    if (descriptor === undefined) return given;
+    const declared = descriptor.operation(operation);
+    if (declared === undefined) {
+      throw new RangeError(
+        `Cannot ${action} as 'operation' must be declared by endpoint '${descriptor.endpointId}': ` +
+          `current value is '${operation}'`,
+      );
+    }
+    return declared.semantics;
+  }
+
+  async #invokeRequest(
+    operation: string,
+    args: object,
+    options: ToolClientCallOptions,
+    action: string,
+  ): Promise<{ envelope: ToolEnvelope; context: ToolContext }> {
+    if (this.#closing !== undefined) {
+      throw new ToolClientError("the client was closed", {
+        code: ToolClientErrorCodes.CLOSED,
+        outcome: "not_sent",
+      });
+    }
+    const config = this.#config;
+    const context = new ToolContext({
+      executionKey: new ToolExecutionKey({
+        invocationId: optionalString(options.invocationId, "invocationId", action) ??
+          config.generateId(),
+        attemptId: optionalString(options.attemptId, "attemptId", action) ?? config.generateId(),
+      }),
+      toolId: optionalString(options.toolId, "toolId", action) ?? config.toolId,
+      implementationId: optionalString(options.implementationId, "implementationId", action) ??
+        config.implementationId,
+      endpointId: config.endpointId,
+      operation,
+      callerId: optionalString(options.callerId, "callerId", action) ?? config.callerId,
+      deadlineMs: options.deadlineMs,
+      metadata: options.metadata,
+    });
+    const request = new ToolRequest({ arguments: args });
+    const requestId = optionalString(options.requestId, "requestId", action) ??
+      config.generateId();
+    let endpointInstanceId = config.endpointInstanceId ??
+      this.#transport.resolveInstance?.(config.endpointId);
+    if (typeof endpointInstanceId === "object") endpointInstanceId = await endpointInstanceId;
+    const envelope = makeInvokeRequestEnvelope(request, context, {
+      requestId,
+      endpointInstanceId,
+    });
+    return { envelope, context };
+  }
+
+  #exchange<T>(spec: ExchangeSpec<T>): Promise<T> {
+    const request = spec.request;
+    const ids = { invocationId: request.invocationId, attemptId: request.attemptId };
+    if (this.#closed) {
+      return Promise.reject(
+        new ToolClientError("the client was closed", {
+          code: ToolClientErrorCodes.CLOSED,
+          exchange: spec.name,
+          ...ids,
+          outcome: "not_sent",
+        }),
+      );
+    }
+    if (spec.signal?.aborted) return Promise.reject(abortReason(spec.signal));
+    if (this.#pending.size >= this.#config.maxPendingExchanges) {
+      return Promise.reject(
+        new ToolClientError(
+          `${this.#pending.size} exchanges are waiting ('maxPendingExchanges')`,
+          {
+            code: ToolClientErrorCodes.OVERLOADED,
+            exchange: spec.name,
+            ...ids,
+            outcome: "not_sent",
+          },
+        ),
+      );
+    }
+    const requestId = request.requestId!;
+    if (this.#pending.has(requestId)) {
+      return Promise.reject(
+        new RangeError(
+          `Cannot send a ${spec.name} request as 'requestId' is already waiting for an answer: ` +
+            `current value is '${requestId}'`,
+        ),
+      );
+    }
+    const { promise, resolve, reject } = Promise.withResolvers<T>();
+    const exchange: Exchange = {
+      spec: spec as ExchangeSpec<unknown>,
+      resolve: resolve as (value: unknown) => void,
+      reject,
+      deadline: 0,
+      attempts: 0,
+      unlinkSignal: undefined,
+    };
+    this.#pending.set(requestId, exchange);
+    const signal = spec.signal;
+    if (signal !== undefined) {
+      const onAbort = () => this.#fail(exchange, abortReason(signal));
+      signal.addEventListener("abort", onAbort, { once: true });
+      exchange.unlinkSignal = () => signal.removeEventListener("abort", onAbort);
+    }
+    this.#attempt(exchange);
+    return promise;
+  }
+
+  #attempt(exchange: Exchange): void {
+    const { spec } = exchange;
+    exchange.attempts++;
+    if (exchange.attempts === 1) this.#counters.sent++;
+    else this.#counters.resent++;
+    exchange.deadline = performance.now() + spec.timeoutMs;
+    this.#armTimer(exchange.deadline);
+    const attempt = exchange.attempts;
+    const sendFailed = (error: unknown) => {
+      if (this.#pending.get(spec.request.requestId!) !== exchange) return;
+      if (exchange.attempts !== attempt) return;
+      this.#fail(
+        exchange,
+        new ToolClientError(`the ${spec.name} request could not be sent`, {
+          code: ToolClientErrorCodes.SEND_FAILED,
+          exchange: spec.name,
+          invocationId: spec.request.invocationId,
+          attemptId: spec.request.attemptId,
+          attempts: attempt,
+          outcome: attempt === 1 && spec.timeoutOutcome !== undefined ? "not_sent" : undefined,
+          cause: error,
+        }),
+      );
+    };
+    try {
+      const sent = this.#transport.send(spec.request);
+      if (sent !== undefined && typeof (sent as Promise<void>).then === "function") {
+        (sent as Promise<void>).then(undefined, sendFailed);
+      }
+    } catch (error) {
+      sendFailed(error);
+    }
+  }
+
+  /**
+   * One timer serves every pending exchange: it is set for the earliest deadline and only moved
+   * earlier, never cleared when an exchange settles (a timer per exchange costs more than the
+   * rest of a Query); when it fires, expired exchanges time out and it is set for the next.
+   */
+  #armTimer(deadline: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= deadline) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = deadline;
+    this.#timer = setTimeout(() => this.#timerFired(), Math.max(0, deadline - performance.now()));
+  }
+
+  #timerFired(): void {
+    this.#timer = undefined;
+    const now = performance.now();
+    let next = Infinity;
+    for (const exchange of [...this.#pending.values()]) {
+      if (exchange.deadline <= now) this.#timedOut(exchange);
+      // A re-sent exchange has a new deadline; a failed one left the map.
+      if (this.#pending.has(exchange.spec.request.requestId!)) {
+        next = Math.min(next, exchange.deadline);
+      }
+    }
+    if (next !== Infinity) this.#armTimer(next);
+  }
+
+  #stopTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #timedOut(exchange: Exchange): void {
+    const { spec } = exchange;
+    if (this.#pending.get(spec.request.requestId!) !== exchange) return;
+    if (exchange.attempts < spec.maxAttempts) {
+      this.#attempt(exchange);
+      return;
+    }
+    this.#counters.timeouts++;
+    this.#fail(
+      exchange,
+      new ToolClientError(
+        `the ${spec.name} request (request_id=${spec.request.requestId}) got no answer after ` +
+          `${exchange.attempts} attempt(s) of ${spec.timeoutMs} ms`,
+        {
+          code: ToolClientErrorCodes.TIMEOUT,
+          exchange: spec.name,
+          invocationId: spec.request.invocationId,
+          attemptId: spec.request.attemptId,
+          attempts: exchange.attempts,
+          outcome: spec.timeoutOutcome,
+        },
+      ),
+    );
+  }
+
+  #fail(exchange: Exchange, error: unknown): void {
+    if (!this.#settle(exchange)) return;
+    exchange.reject(error);
+  }
+
+  /** Removes a pending exchange; false when it was no longer pending. */
+  #settle(exchange: Exchange): boolean {
+    const requestId = exchange.spec.request.requestId!;
+    if (this.#pending.get(requestId) !== exchange) return false;
+    this.#pending.delete(requestId);
+    exchange.unlinkSignal?.();
+    return true;
+  }
+
+  /** Every message the transport delivers; never throws. */
+  #receive(message: ToolEnvelope): void {
+    try {
+      if (!(message instanceof ToolEnvelope)) {
+        this.#counters.invalid++;
+        return;
+      }
+      if (message.messageType === "tool.event") {
+        this.#receiveEvent(message);
+        return;
+      }
+      if (!CALLER_BOUND.has(message.messageType)) {
+        this.#counters.invalid++;
+        return;
+      }
+      const requestId = message.requestId;
+      const exchange = requestId === undefined ? undefined : this.#pending.get(requestId);
+      if (exchange === undefined) {
+        this.#counters.uncorrelated++;
+        return;
+      }
+      try {
+        validateResponseCorrelation(exchange.spec.request, message);
+      } catch {
+        this.#counters.mismatched++;
+        return;
+      }
+      let value: unknown;
+      try {
+        value = exchange.spec.parse(message);
+      } catch {
+        this.#counters.invalid++;
+        return;
+      }
+      this.#counters.responses++;
+      if (this.#settle(exchange)) exchange.resolve(value);
+    } catch {
+      this.#counters.invalid++;
+    }
+  }
+
+  #receiveEvent(message: ToolEnvelope): void {
+    const { invocationId, attemptId, sequence } = message;
+    if (invocationId === undefined || attemptId === undefined || sequence === undefined) {
+      this.#counters.invalid++;
+      return;
+    }
+    const invocation = this.#invocations.get(`${invocationId.length}:${invocationId}${attemptId}`);
+    if (invocation === undefined) {
+      this.#counters.unroutedEvents++;
+      return;
+    }
+    const request = invocation.request;
+    if (
+      message.endpointId !== request.endpointId || message.operation !== request.operation ||
+      message.endpointInstanceId !== request.endpointInstanceId
+    ) {
+      this.#counters.mismatched++;
+      return;
+    }
+    if (!Number.isSafeInteger(sequence) || sequence < 0) {
+      this.#counters.invalid++;
+      return;
+    }
+    let event;
+    try {
+      event = eventFromPayload(message.payload);
+    } catch {
+      this.#counters.invalid++;
+      return;
+    }
+    const outcome = invocation.pushEvent(sequence, event);
+    if (outcome === "duplicate") this.#counters.duplicateEvents++;
+    else if (outcome === "ignored") this.#counters.unroutedEvents++;
+    else this.#counters.events++;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invocation handles
+
+interface ClientCore {
+  config(): Config;
+  exchange<T>(spec: ExchangeSpec<T>): Promise<T>;
+  forget(invocation: Invocation): void;
+  /** Marks a settled invocation whose stream stays open a while (it gives way at the limit). */
+  linger(invocation: Invocation): void;
+  /** Keeps background work (a control an abort sent) that `close()` lets finish. */
+  track(work: Promise<void>): void;
+}
+
+/** Why the result watch woke: `poll` is a caller asking `result()`. */
+type Wake = "event" | "poll" | "gap" | "terminal" | "timeout" | "stopped";
+const WAKE_PRIORITY: Readonly<Record<Wake, number>> = {
+  timeout: 0,
+  event: 1,
+  poll: 2,
+  gap: 2,
+  terminal: 3,
+  stopped: 4,
+};
+
+/** The implementation of {@linkcode ToolInvocation}. */
+class Invocation implements ToolInvocation, EventBufferHost {
+  readonly key: ToolExecutionKey;
+  readonly context: ToolContext;
+  readonly request: ToolEnvelope;
+  readonly endpointInstanceId: string | undefined;
+  acceptance: ToolAccepted | ToolResult | undefined = undefined;
+  semantics: "action" | "session" | undefined;
+  readonly #core: ClientCore;
+  readonly #timeoutMs: number;
+  readonly #buffer: EventBuffer;
+  readonly #outcome = Promise.withResolvers<ToolResult>();
+  readonly #signal: AbortSignal | undefined;
+  #unlinkSignal: (() => void) | undefined;
+  #terminal: ToolResult | undefined;
+  #ended = false;
+  #watching = false;
+  #wakeup: PromiseWithResolvers<Wake> | undefined;
+  #pendingWake: Wake | undefined;
+  #controlSent = false;
+  #tailTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    core: ClientCore,
+    context: ToolContext,
+    request: ToolEnvelope,
+    semantics: ToolSemantics | undefined,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ) {
+    const config = core.config();
+    this.#core = core;
+    this.key = context.executionKey;
+    this.context = context;
+    this.request = request;
+    this.endpointInstanceId = request.endpointInstanceId;
+    this.semantics = semantics === "query" ? undefined : semantics;
+    this.#timeoutMs = timeoutMs;
+    this.#buffer = new EventBuffer(this, config.maxBufferedEvents, config.reorderWindowMs);
+    this.#signal = signal;
+    // Nobody may be waiting when the outcome fails: that is not an unhandled rejection.
+    this.#outcome.promise.catch(() => undefined);
+  }
+
+  get droppedEvents(): number {
+    return this.#buffer.dropped;
+  }
+
+  get eventGaps(): number {
+    return this.#buffer.gaps;
+  }
+
+  get events(): AsyncIterable<ToolEventRecord> {
+    return {
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<ToolEventRecord>> => {
+          this.#watch();
+          const record = await this.#buffer.next();
+          return record === undefined
+            ? { done: true, value: undefined }
+            : { done: false, value: record };
+        },
+      }),
+    };
+  }
+
+  // --- called by the client ------------------------------------------------------------------
+
+  /** The invoke was answered: an acceptance or an initial terminal result. */
+  accept(outcome: ToolAccepted | ToolResult): void {
+    this.acceptance = outcome;
+    if (outcome instanceof ToolResult) {
+      this.#settleTerminal(outcome);
+      return;
+    }
+    this.#linkSignal();
+  }
+
+  /** The invoke went unanswered: learn from the result whether the execution was admitted. */
+  async recoverAdmission(timeout: ToolClientError): Promise<ToolInvocation> {
+    let answer: Answer<ToolResultResponse>;
+    try {
+      answer = await this.#resultRequest();
+    } catch (error) {
+      this.release(error);
+      throw new ToolClientError(
+        `the invoke got no answer and its admission could not be learned`,
+        {
+          code: ToolClientErrorCodes.TIMEOUT,
+          exchange: "invoke",
+          invocationId: this.key.invocationId,
+          attemptId: this.key.attemptId,
+          attempts: timeout.attempts,
+          outcome: "unknown",
+          cause: error,
+        },
+      );
+    }
+    const response = "error" in answer ? undefined : answer.ok;
+    if (response === undefined || response.status === "not_found") {
+      this.release(undefined);
+      throw new ToolClientError(
+        "the invoke got no answer and the endpoint did not know the execution when asked",
+        {
+          code: ToolClientErrorCodes.TIMEOUT,
+          exchange: "invoke",
+          invocationId: this.key.invocationId,
+          attemptId: this.key.attemptId,
+          attempts: timeout.attempts,
+          outcome: response === undefined ? "unknown" : "not_admitted",
+          cause: "error" in answer ? new ToolCallError(answer.error, "error") : timeout,
+        },
+      );
+    }
+    if (response.result !== undefined) this.#settleTerminal(response.result);
+    else this.#linkSignal();
+    return this;
+  }
+
+  pushEvent(sequence: number, event: ToolEvent): PushOutcome {
+    const outcome = this.#buffer.push(sequence, event);
+    if (outcome === "delivered") this.#wake("event");
+    if (this.#buffer.ended) this.endStream();
+    return outcome;
+  }
+
+  /** The abort signal fired: send the ending control in the background and end the waits. */
+  abort(reason: unknown): void {
+    if (this.#terminal === undefined && !this.#controlSent) {
+      this.#controlSent = true;
+      this.#endInBackground("aborted");
+    }
+    this.release(reason);
+  }
+
+  /** Stops routing events and ends every wait (with `error`, when given). */
+  release(error: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#unlinkSignal?.();
+    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    this.#tailTimer = undefined;
+    this.#core.forget(this);
+    const failure = error ?? new ToolClientError("the invocation was released", {
+      code: ToolClientErrorCodes.CLOSED,
+      invocationId: this.key.invocationId,
+      attemptId: this.key.attemptId,
+    });
+    this.#buffer.end(this.#terminal === undefined ? { reason: failure } : undefined);
+    if (this.#terminal === undefined) this.#outcome.reject(failure);
+    this.#wake("stopped");
+  }
+
+  // --- EventBufferHost ------------------------------------------------------------------------
+
+  recover(reason: "gap" | "terminal"): void {
+    this.#wake(reason);
+  }
+
+  // --- ToolInvocation -------------------------------------------------------------------------
+
+  async status(): Promise<ToolExecutionStatus> {
+    return unwrap(
+      await this.#core.exchange({
+        ...this.#requestSpec("status", makeStatusRequestEnvelope(this.context, this.#ids())),
+        parse: (message) => answerOf(message, statusResponseFromPayload),
+      }),
+    );
+  }
+
+  result(): Promise<ToolResult> {
+    if (this.#terminal !== undefined) return Promise.resolve(this.#terminal);
+    // The first look is at once: an execution may already be over without a terminal event.
+    this.#wake("poll");
+    this.#watch();
+    return this.#outcome.promise;
+  }
+
+  cancel(reason?: string): Promise<ToolControlResponse> {
+    return this.#control("cancel", reason);
+  }
+
+  stop(reason?: string): Promise<ToolControlResponse> {
+    return this.#control("stop", reason);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#terminal === undefined && !this.#ended && !this.#controlSent) {
+      this.#controlSent = true;
+      try {
+        await this.#end("disposed");
+      } catch (error) {
+        this.#core.config().onError(error, this.key);
+      }
+    }
+    this.release(undefined);
+  }
+
+  // --- internals ------------------------------------------------------------------------------
+
+  #ids(): { requestId: string; endpointInstanceId: string | undefined } {
+    return {
+      requestId: this.#core.config().generateId(),
+      endpointInstanceId: this.endpointInstanceId,
+    };
+  }
+
+  #requestSpec(name: ToolClientExchange, request: ToolEnvelope) {
+    return {
+      name,
+      request,
+      maxAttempts: this.#core.config().maxAttempts,
+      timeoutMs: this.#timeoutMs,
+      signal: undefined,
+      timeoutOutcome: undefined,
+    } as const;
+  }
+
+  #resultRequest(): Promise<Answer<ToolResultResponse>> {
+    return this.#core.exchange({
+      ...this.#requestSpec("result", makeResultRequestEnvelope(this.context, this.#ids())),
+      parse: (message) => answerOf(message, resultResponseFromPayload),
+    });
+  }
+
+  async #control(command: ToolControlCommand, reason?: string): Promise<ToolControlResponse> {
+    if (reason !== undefined && typeof reason !== "string") {
+      throw new TypeError(
+        `Cannot ${command} as 'reason' must be a string: current value is ${describeValue(reason)}`,
+      );
+    }
+    const response = unwrap(
+      await this.#core.exchange({
+        ...this.#requestSpec(
+          "control",
+          makeControlRequestEnvelope(command, this.context, { ...this.#ids(), reason }),
+        ),
+        parse: (message) => answerOf(message, controlResponseFromPayload),
+      }),
+    );
+    if (response.status !== "unsupported" && this.semantics === undefined) {
+      this.semantics = command === "cancel" ? "action" : "session";
+    }
+    return response;
+  }
+
+  /** Sends the control that ends the execution (learning `cancel` vs `stop` when unknown). */
+  async #end(why: string): Promise<ToolControlResponse> {
+    const reason = `the caller ${why} the invocation`;
+    if (this.semantics !== undefined) {
+      return await this.#control(endCommand(this.semantics), reason);
+    }
+    const cancel = await this.#control("cancel", reason);
+    return cancel.status === "unsupported" ? await this.#control("stop", reason) : cancel;
+  }
+
+  #endInBackground(why: string): void {
+    this.#core.track(
+      this.#end(why).then(() => undefined, (error) => this.#core.config().onError(error, this.key)),
+    );
+  }
+
+  #linkSignal(): void {
+    const signal = this.#signal;
+    if (signal === undefined || this.#ended) return;
+    if (signal.aborted) {
+      this.abort(abortReason(signal));
+      return;
+    }
+    const onAbort = () => this.abort(abortReason(signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.#unlinkSignal = () => signal.removeEventListener("abort", onAbort);
+  }
+
+  #settleTerminal(result: ToolResult): void {
+    if (this.#terminal !== undefined || this.#ended) return;
+    this.#terminal = result;
+    this.#unlinkSignal?.();
+    this.#unlinkSignal = undefined;
+    this.#outcome.resolve(result);
+    this.#wake("stopped");
+    if (this.#buffer.ended) return;
+    // The result came from a poll or the invoke answer while events may still be on their way
+    // (a carrier publishes a response before the events that follow it): the stream stays open
+    // one reorder window for them, then ends (held events delivered, gaps skipped).
+    this.#tailTimer = setTimeout(() => this.endStream(), this.#core.config().reorderWindowMs);
+    this.#core.linger(this);
+  }
+
+  /** Ends the event stream (held events delivered, gaps skipped) and stops routing events. */
+  endStream(): void {
+    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    this.#tailTimer = undefined;
+    this.#buffer.end(undefined);
+    this.#core.forget(this);
+  }
+
+  #wake(reason: Wake): void {
+    const waiter = this.#wakeup;
+    if (waiter !== undefined) {
+      this.#wakeup = undefined;
+      waiter.resolve(reason);
+      return;
+    }
+    if (
+      this.#pendingWake === undefined || WAKE_PRIORITY[reason] > WAKE_PRIORITY[this.#pendingWake]
+    ) {
+      this.#pendingWake = reason;
+    }
+  }
+
+  #sleep(ms: number): Promise<Wake> {
+    const pending = this.#pendingWake;
+    this.#pendingWake = undefined;
+    if (pending !== undefined) return Promise.resolve(pending);
+    const wakeup = Promise.withResolvers<Wake>();
+    this.#wakeup = wakeup;
+    const timer = setTimeout(() => this.#wake("timeout"), ms);
+    return wakeup.promise.finally(() => clearTimeout(timer));
+  }
+
+  /** Starts the result watch once: it runs until the terminal result is known or the end. */
+  #watch(): void {
+    if (this.#watching || this.#terminal !== undefined || this.#ended) return;
+    this.#watching = true;
+    this.#watchLoop().then(undefined, (error) => this.release(error));
+  }
+
+  async #watchLoop(): Promise<void> {
+    const { pollIntervalMs, maxPollIntervalMs } = this.#core.config();
+    let backoff = pollIntervalMs;
+    // A terminal event that arrived before anyone waited is acted on at once.
+    if (this.#buffer.terminalSeen) this.#wake("terminal");
+    while (this.#terminal === undefined && !this.#ended) {
+      const woke = await this.#sleep(backoff);
+      if (this.#terminal !== undefined || this.#ended || woke === "stopped") return;
+      if (woke === "event") {
+        backoff = pollIntervalMs;
+        continue;
+      }
+      const response = unwrap(await this.#resultRequest());
+      if (response.status === "available" && response.result !== undefined) {
+        this.#settleTerminal(response.result);
+        return;
+      }
+      if (response.status === "not_found") {
+        throw new ToolClientError("the endpoint no longer knows the execution", {
+          code: ToolClientErrorCodes.UNEXPECTED_RESPONSE,
+          exchange: "result",
+          invocationId: this.key.invocationId,
+          attemptId: this.key.attemptId,
+          attempts: 1,
+        });
+      }
+      backoff = woke === "timeout" ? Math.min(backoff * 2, maxPollIntervalMs) : pollIntervalMs;
+    }
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * {@linkcode InProcessToolClientTransport}: a {@linkcode ToolEndpointClient} calling a
+ * {@linkcode ToolEndpointHandler} in the same process, without encoding.
+ *
+ * @module
+ */
+import type { ToolEndpointHandler } from "../handler/handler.ts";
+import type { ToolEnvelope } from "../wire/envelope.ts";
+import type { ToolClientTransport } from "./transport.ts";
+
+/**
+ * A {@linkcode ToolClientTransport} that dispatches each request to a handler in this process and
+ * delivers what it answers: the response, the events emitted before acceptance, then (through
+ * the handler's event sink) later events. The instance addressed is the handler's.
+ *
+ * A request the handler refuses to answer (another endpoint or instance, an undeclared
+ * operation) makes `send` reject, so the call fails at once with `FORGE_CLIENT_SEND_FAILED`
+ * instead of waiting for its timeout.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import {
+ *   InProcessToolClientTransport,
+ *   TOOL_ENDPOINT_PROTOCOL,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
+ * const handler = new ToolEndpointHandler(
+ *   new ToolEndpointDescriptor({
+ *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+ *     endpointId: "clock",
+ *     operations: [new ToolOperationDescriptor({ name: "now", semantics: "query" })],
+ *   }),
+ *   {
+ *     endpointInstanceId: "clock-1",
+ *     operations: { now: { query: () => new ToolResult({ status: "succeeded" }) } },
+ *   },
+ * );
+ * const transport = new InProcessToolClientTransport(handler);
+ * assertEquals(transport.resolveInstance(), "clock-1");
+ * ```
+ */
+export class InProcessToolClientTransport implements ToolClientTransport {
+  readonly #handler: ToolEndpointHandler;
+  #deliver: ((message: ToolEnvelope) => void) | undefined;
+  #closed = false;
+
+  /** Wraps `handler`; nothing is sent before a client connects. */
+  constructor(handler: ToolEndpointHandler) {
+    if (
+      typeof handler !== "object" || handler === null ||
+      typeof (handler as ToolEndpointHandler).dispatch !== "function"
+    ) {
+      throw new TypeError(
+        "Cannot create an InProcessToolClientTransport as 'handler' must be a ToolEndpointHandler",
+      );
+    }
+    this.#handler = handler;
+  }
+
+  /** Takes the client's delivery function (once). */
+  connect(deliver: (message: ToolEnvelope) => void): void {
+    if (this.#deliver !== undefined) {
+      throw new Error("InProcessToolClientTransport is already connected to a client");
+    }
+    this.#deliver = deliver;
+  }
+
+  /** The handler's instance. */
+  resolveInstance(): string {
+    return this.#handler.endpointInstanceId;
+  }
+
+  /**
+   * Dispatches `request`; resolves once its answers were delivered, rejects when the handler
+   * refuses to answer it or the transport is closed.
+   */
+  async send(request: ToolEnvelope): Promise<void> {
+    const deliver = this.#deliver;
+    if (deliver === undefined) throw new Error("InProcessToolClientTransport is not connected");
+    if (this.#closed) throw new Error("InProcessToolClientTransport is closed");
+    const messages = await this.#handler.dispatch(request, {
+      eventSink: (event) => {
+        if (!this.#closed) deliver(event);
+      },
+    });
+    if (this.#closed) return;
+    for (const message of messages) deliver(message);
+  }
+
+  /** Stops delivering; the handler itself stays open (its owner closes it). */
+  close(): void {
+    this.#closed = true;
+  }
+}

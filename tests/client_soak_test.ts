@@ -1,0 +1,40 @@
+// The client soak: 10,000 mixed Query/Action/Session invocations with random cancels, stops and
+// aborts (tests/_client_soak.ts), run in a subprocess with --expose-gc so the heap can be
+// measured after a full collection. Every call settles exactly once, nothing stays pending, and
+// the heap returns to its post-warm-up baseline.
+import { assert, assertEquals, assertLessOrEqual } from "@std/assert";
+import type { SoakFacts } from "./_client_soak.ts";
+
+const CALLS = 10_000;
+const SEED = 0x5eed;
+/** A leak of 400 bytes per call would pass this; the run measures about 0.6 MB of noise. */
+const HEAP_MARGIN_BYTES = 4 * 1024 * 1024;
+
+Deno.test("client soak: 10,000 mixed invocations settle once each; the heap returns to baseline", async () => {
+  const { success, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--v8-flags=--expose-gc",
+      "--allow-read",
+      "--allow-env",
+      new URL("./_client_soak.ts", import.meta.url).pathname,
+      String(CALLS),
+      String(SEED),
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const errors = new TextDecoder().decode(stderr);
+  assertEquals(success, true, errors);
+  const facts: SoakFacts = JSON.parse(new TextDecoder().decode(stdout).trim().split("\n").at(-1)!);
+  assertEquals(facts.gc, true);
+  assertEquals(facts.settledOnce, CALLS);
+  assertEquals([facts.settledTwice, facts.unsettled], [0, 0]);
+  assertEquals(facts.unexpected, []);
+  assertEquals([facts.pendingExchanges, facts.openInvocations], [0, 0]);
+  // The mix really happened: cancels, stops and aborts among the outcomes.
+  for (const outcome of ["query:succeeded", "move:cancelled", "watch:stopped", "move:aborted"]) {
+    assert((facts.outcomes[outcome] ?? 0) > 0, outcome);
+  }
+  assertLessOrEqual(facts.finalHeap - facts.baselineHeap, HEAP_MARGIN_BYTES);
+});
