@@ -37,9 +37,9 @@ import {
   type ToolResultStatus,
   type ToolSemantics,
 } from "./constants.ts";
-import { _registerToolErrorGuard } from "./errors.ts";
-import { copyJsonObject, EMPTY_OBJECT, type JsonObject } from "./_json.ts";
-import { checkToolContextFields, isIntegerIn, requireNonEmpty } from "./_fields.ts";
+import { TOOL_ERROR_BRAND } from "./errors.ts";
+import { copyJsonObject, EMPTY_OBJECT, type JsonObject } from "../_internal/json.ts";
+import { checkToolContextFields, isIntegerIn, requireNonEmpty } from "../_internal/fields.ts";
 
 // The literal and JSON types the models' public shapes use, re-exported so this module's
 // documentation is self-contained.
@@ -56,7 +56,7 @@ export type {
   ToolResultStatus,
   ToolSemantics,
 } from "./constants.ts";
-export type { JsonArray, JsonObject, JsonPrimitive, JsonValue } from "./_json.ts";
+export type { JsonArray, JsonObject, JsonPrimitive, JsonValue } from "../_internal/json.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Shared validation helpers (reference section b.1)
@@ -568,7 +568,8 @@ export class ToolError {
   }
 }
 
-_registerToolErrorGuard((value: unknown): value is ToolError => value instanceof ToolError);
+// The brand ToolEndpointError checks (errors.ts stays free of imports from this module).
+Object.defineProperty(ToolError.prototype, TOOL_ERROR_BRAND, { value: true });
 
 /** The init object of a {@linkcode ToolResult}: `failed` and `unknown` need an error, others none. */
 export type ToolResultInit =

@@ -11,7 +11,8 @@ import {
   type ToolControlCommand,
 } from "../endpoint/constants.ts";
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { deepEqual, hasLoneSurrogate, isBlankInstanceId } from "../endpoint/_json.ts";
+import { deepEqual } from "../_internal/json.ts";
+import { hasLoneSurrogate, isBlankInstanceId } from "../_internal/text.ts";
 import {
   isTerminalPhase,
   ToolAccepted,
@@ -47,7 +48,7 @@ import {
   type InvokeResponse,
   validateMessageEnvelope,
 } from "../wire/messages.ts";
-import { pyRepr } from "../wire/_repr.ts";
+import { pyRepr } from "../_internal/repr.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
