@@ -9,6 +9,7 @@
  * @module
  */
 import {
+  TOOL_CONTROL_COMMAND_VALUES,
   TOOL_ENDPOINT_PROTOCOL,
   type ToolControlCommand,
   type ToolMessageType,
@@ -480,9 +481,13 @@ export interface ControlRequest {
   readonly reason: string | undefined;
 }
 
+function isControlCommand(value: unknown): value is ToolControlCommand {
+  return (TOOL_CONTROL_COMMAND_VALUES as readonly unknown[]).includes(value);
+}
+
 /** The payload of `tool.control.request`: `{command}` and `reason` when given. */
 export function controlRequestToPayload(command: ToolControlCommand, reason?: string): JsonObject {
-  if (command !== "cancel" && command !== "stop") {
+  if (!isControlCommand(command)) {
     throw new RangeError(`unsupported tool control command: '${String(command)}'`);
   }
   if (reason === undefined || reason === null) return { command };
@@ -500,7 +505,7 @@ export function controlRequestFromPayload(payload: unknown): ControlRequest {
 function readControlRequest(object: Record<string, unknown>): ControlRequest {
   closedFields(object, "payload", ["command"], ["reason"]);
   const command = object.command;
-  if (command !== "cancel" && command !== "stop") {
+  if (!isControlCommand(command)) {
     throw invalidPayload("command must be cancel or stop", "payload.command");
   }
   const reason = object.reason;
