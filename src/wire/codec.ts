@@ -25,18 +25,6 @@ export interface CodecOptions {
   readonly maxMessageBytes?: number;
 }
 
-const ENVELOPE_FIELDS = new Set([
-  "protocol",
-  "message_type",
-  "request_id",
-  "invocation_id",
-  "attempt_id",
-  "endpoint_id",
-  "endpoint_instance_id",
-  "operation",
-  "sequence",
-  "payload",
-]);
 const OPTIONAL_FIELDS = [
   "request_id",
   "invocation_id",
@@ -159,6 +147,9 @@ const KEY_BYTES = {
 } as const;
 
 const HEADER_KEYS_BYTES = 2 + Object.values(KEY_BYTES).reduce((sum, bytes) => sum + bytes, 0);
+
+/** The ten envelope fields, the keys of the layout (what the decoder's field check allows). */
+const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(Object.keys(KEY_BYTES));
 
 /** The UTF-8 byte length of `JSON.stringify(value)`. */
 function jsonStringBytes(value: string): number {
