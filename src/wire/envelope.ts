@@ -311,11 +311,6 @@ export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload
   return new DecodedEnvelope(init, mode === "checked" ? CHECKED_PAYLOAD : DECODED_PAYLOAD);
 }
 
-/** True for `endpoint.*` message types. */
-export function isManagementType(messageType: string): boolean {
-  return messageType.startsWith("endpoint.");
-}
-
 const RESPONSE_OF: Readonly<Record<string, ToolMessageType>> = {
   "tool.invoke.request": "tool.invoke.response",
   "tool.status.request": "tool.status.response",
