@@ -31,19 +31,25 @@ import {
   type ToolMessageType,
 } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { copyJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
+import { pyRepr } from "../_internal/repr.ts";
+import { isBlank } from "../_internal/text.ts";
 import {
-  copyJson,
-  isBlank,
-  isPlainObject,
-  type JsonObject,
-  wireFaults,
-} from "../endpoint/_json.ts";
-import { checkByteLimit, checkMessageSize, envelopeJson, utf8Length } from "../wire/codec.ts";
-import { envelopeFromDecoded, ToolEnvelope } from "../wire/envelope.ts";
-import { encodeJson } from "../wire/_json_encode.ts";
-import { parseStrictJsonBytes } from "../wire/_json_decode.ts";
+  checkByteLimit,
+  checkMessageSize,
+  envelopeHeaderBound,
+  envelopeJson,
+  envelopeJsonParts,
+  parseStrictJsonBytes,
+  utf8Length,
+} from "../wire/codec.ts";
+import { envelopeFromDecoded, ToolEnvelope, wireFaults } from "../wire/envelope.ts";
+import { HEADER_MATRIX } from "../wire/header_matrix.ts";
 import { validateMessageEnvelope } from "../wire/messages.ts";
-import { pyRepr } from "../wire/_repr.ts";
+
+// The Wire JSON layout's size computation lives beside the encoder (codec.ts); re-exported for
+// the fast IPC codec, which reads it from here.
+export { envelopeHeaderBound, envelopeHeaderBytes } from "../wire/codec.ts";
 
 /**
  * An Arrow value that can hold one ToolMessage: a record batch, a table of one batch, or a
@@ -206,26 +212,10 @@ function sequenceColumn(value: number | undefined): Data {
     });
 }
 
-/**
- * The Wire JSON of the envelope and the payload's JSON text inside it. `envelopeJson` writes the
- * keys in sorted order, so the payload sits between `,"payload":` (the first occurrence: string
- * values before it cannot hold an unescaped quote) and the fixed tail of protocol, request id and
- * sequence.
- */
+/** The Wire JSON of the envelope and the payload's JSON text inside it (one encode). */
 function envelopeAndPayloadJson(envelope: ToolEnvelope): { text: string; payload: string } {
-  const text = envelopeJson(envelope);
-  let tail = `,"protocol":${JSON.stringify(envelope.protocol)}`;
-  if (envelope.requestId !== undefined) {
-    tail += `,"request_id":${JSON.stringify(envelope.requestId)}`;
-  }
-  if (envelope.sequence !== undefined) tail += `,"sequence":${envelope.sequence}`;
-  tail += "}";
-  const marker = ',"payload":';
-  const start = text.indexOf(marker);
-  if (start >= 0 && text.endsWith(tail)) {
-    return { text, payload: text.slice(start + marker.length, text.length - tail.length) };
-  }
-  return { text, payload: encodeJson(envelope.payload, "payload") };
+  const { head, payload, tail } = envelopeJsonParts(envelope);
+  return { text: head + payload + tail, payload };
 }
 
 /**
@@ -587,12 +577,6 @@ function parsePayloadJson(
   }
 }
 
-const MANAGEMENT_WITH_REQUEST = new Set([
-  "endpoint.register",
-  "endpoint.unregister",
-  "endpoint.registry.response",
-]);
-
 function nonEmpty(name: string, value: string | undefined): void {
   if (value !== undefined && isBlank(value)) {
     throw invalid(`${name} must be non-empty when present`, name);
@@ -676,18 +660,18 @@ export function envelopeFromRow(row: CarrierRow, maxPayloadJsonBytes?: number): 
   nonEmpty("endpoint_instance_id", endpointInstanceId);
   nonEmpty("operation", operation);
   // 3-4. the header matrix.
-  const management = messageType.startsWith("endpoint.");
-  if (management) {
+  const headers = HEADER_MATRIX[messageType as ToolMessageType];
+  if (headers.family === "endpoint") {
     if (endpointInstanceId === undefined) {
       throw invalid(
         "endpoint_instance_id must be non-null for endpoint management messages",
         "endpoint_instance_id",
       );
     }
-    if (MANAGEMENT_WITH_REQUEST.has(messageType) && requestId === undefined) {
+    if (headers.requestId === "required" && requestId === undefined) {
       throw invalid("request_id must be non-null for endpoint management exchanges", "request_id");
     }
-    if (messageType === "endpoint.status" && requestId !== undefined) {
+    if (headers.requestId === "forbidden" && requestId !== undefined) {
       throw invalid("request_id must be null for unsolicited endpoint.status", "request_id");
     }
     nullForManagement("invocation_id", invocationId);
@@ -698,7 +682,7 @@ export function envelopeFromRow(row: CarrierRow, maxPayloadJsonBytes?: number): 
     nonNullForTool("invocation_id", invocationId);
     nonNullForTool("attempt_id", attemptId);
     nonNullForTool("operation", operation);
-    if (messageType === "tool.event") {
+    if (headers.requestId === "forbidden") {
       if (requestId !== undefined) {
         throw invalid("request_id must be null for tool.event", "request_id");
       }
@@ -710,7 +694,7 @@ export function envelopeFromRow(row: CarrierRow, maxPayloadJsonBytes?: number): 
     }
   }
   // 5. sequence, converted exactly.
-  if (messageType === "tool.event") {
+  if (headers.sequence === "required") {
     if (sequence === undefined) {
       throw invalid("sequence must be non-null for tool.event", "sequence");
     }
@@ -743,90 +727,6 @@ export function envelopeFromRow(row: CarrierRow, maxPayloadJsonBytes?: number): 
 
 // ---------------------------------------------------------------------------------------------
 // The logical size of an envelope
-
-const KEY_BYTES = {
-  attempt_id: '"attempt_id":,'.length,
-  endpoint_id: '"endpoint_id":,'.length,
-  endpoint_instance_id: '"endpoint_instance_id":,'.length,
-  invocation_id: '"invocation_id":,'.length,
-  message_type: '"message_type":,'.length,
-  operation: '"operation":,'.length,
-  payload: '"payload":'.length,
-  protocol: ',"protocol":'.length,
-  request_id: ',"request_id":'.length,
-  sequence: ',"sequence":'.length,
-} as const;
-
-/** The UTF-8 byte length of `JSON.stringify(value)`. */
-function jsonStringBytes(value: string): number {
-  let bytes = 2;
-  const length = value.length;
-  for (let i = 0; i < length; i++) {
-    const c = value.charCodeAt(i);
-    if (c < 0x80) {
-      if (c >= 0x20) bytes += c === 0x22 || c === 0x5c ? 2 : 1;
-      else bytes += c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6;
-    } else if (c < 0x800) {
-      bytes += 2;
-    } else if (c >= 0xd800 && c <= 0xdfff) {
-      // A surrogate pair is one 4-byte character; JSON.stringify escapes a lone surrogate.
-      const next = value.charCodeAt(i + 1);
-      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
-        i++;
-      } else {
-        bytes += 6;
-      }
-    } else {
-      bytes += 3;
-    }
-  }
-  return bytes;
-}
-
-/**
- * @internal The byte length of the envelope's Wire JSON without the payload's own text: exactly
- * `utf8Length(envelopeJson(envelope)) - utf8Length(encodeJson(envelope.payload))`.
- */
-export function envelopeHeaderBytes(envelope: ToolEnvelope): number {
-  let bytes = 2 + KEY_BYTES.payload + KEY_BYTES.protocol + jsonStringBytes(envelope.protocol) +
-    KEY_BYTES.endpoint_id + jsonStringBytes(envelope.endpointId) + KEY_BYTES.message_type +
-    jsonStringBytes(envelope.messageType);
-  if (envelope.attemptId !== undefined) {
-    bytes += KEY_BYTES.attempt_id + jsonStringBytes(envelope.attemptId);
-  }
-  if (envelope.endpointInstanceId !== undefined) {
-    bytes += KEY_BYTES.endpoint_instance_id + jsonStringBytes(envelope.endpointInstanceId);
-  }
-  if (envelope.invocationId !== undefined) {
-    bytes += KEY_BYTES.invocation_id + jsonStringBytes(envelope.invocationId);
-  }
-  if (envelope.operation !== undefined) {
-    bytes += KEY_BYTES.operation + jsonStringBytes(envelope.operation);
-  }
-  if (envelope.requestId !== undefined) {
-    bytes += KEY_BYTES.request_id + jsonStringBytes(envelope.requestId);
-  }
-  if (envelope.sequence !== undefined) {
-    bytes += KEY_BYTES.sequence + String(envelope.sequence).length;
-  }
-  return bytes;
-}
-
-/**
- * @internal An upper bound of {@linkcode envelopeHeaderBytes} without reading the strings: a
- * UTF-16 unit takes at most 6 bytes in JSON (a `\u00XX` escape), a sequence number at most 16
- * digits.
- */
-export function envelopeHeaderBound(envelope: ToolEnvelope): number {
-  const units = envelope.protocol.length + envelope.messageType.length +
-    envelope.endpointId.length + (envelope.attemptId?.length ?? 0) +
-    (envelope.endpointInstanceId?.length ?? 0) + (envelope.invocationId?.length ?? 0) +
-    (envelope.operation?.length ?? 0) + (envelope.requestId?.length ?? 0);
-  return HEADER_KEYS_BYTES + 8 * 2 + 6 * units + 16;
-}
-
-const HEADER_KEYS_BYTES = 2 + Object.values(KEY_BYTES).reduce((sum, bytes) => sum + bytes, 0);
 
 /**
  * @internal The logical encoded size of a decoded carrier's envelope when it exceeds `maximum`,

@@ -34,9 +34,8 @@
  * @module
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
-import { checkByteLimit, checkMessageSize, utf8Length } from "../wire/codec.ts";
+import { checkByteLimit, checkMessageSize, encodeJson, utf8Length } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
-import { encodeJson } from "../wire/_json_encode.ts";
 import { validateMessageEnvelope } from "../wire/messages.ts";
 import {
   CARRIER_COLUMN,

@@ -1,6 +1,9 @@
 /**
  * Errors of the ToolEndpoint contracts and the Wire, with the reference's code catalogue.
  *
+ * A leaf module: it imports nothing at run time (the one type-only import names the parameter
+ * type of {@linkcode ToolEndpointError}), so every other module can depend on it.
+ *
  * @module
  */
 import type { ToolError } from "./models.ts";
@@ -168,10 +171,13 @@ export class ToolEndpointError extends Error {
   }
 }
 
-// Set by models.ts at load time; breaks the import cycle between errors and models.
-let isToolError: (value: unknown) => value is ToolError = (_: unknown): _ is ToolError => false;
+/**
+ * @internal The brand of a genuine `ToolError`: `models.ts` defines it on `ToolError.prototype`,
+ * so `ToolEndpointError` can tell a ToolError from a look-alike without importing the models.
+ */
+export const TOOL_ERROR_BRAND: unique symbol = Symbol("forge.tool.ToolError");
 
-/** @internal Registers the ToolError type guard; called once by models.ts. */
-export function _registerToolErrorGuard(guard: (value: unknown) => value is ToolError): void {
-  isToolError = guard;
+function isToolError(value: unknown): value is ToolError {
+  return typeof value === "object" && value !== null &&
+    (value as { [TOOL_ERROR_BRAND]?: unknown })[TOOL_ERROR_BRAND] === true;
 }

@@ -24,12 +24,22 @@
  * @module
  */
 import {
+  ENDPOINT_REGISTRY_OPERATION_VALUES,
+  ENDPOINT_REGISTRY_RESPONSE_STATUS_VALUES,
+  ENDPOINT_STATE_VALUES,
   type EndpointRegistryOperation,
   type EndpointRegistryResponseStatus,
   type EndpointState,
+  EXECUTION_PHASE_VALUES,
   type ExecutionPhase,
   MAX_SAFE_JSON_INTEGER,
   type TerminalExecutionPhase,
+  TOOL_CONTROL_COMMAND_VALUES,
+  TOOL_CONTROL_STATUS_VALUES,
+  TOOL_EVENT_TYPE_VALUES,
+  TOOL_RESULT_RESPONSE_STATUS_VALUES,
+  TOOL_RESULT_STATUS_VALUES,
+  TOOL_SEMANTICS_VALUES,
   type ToolControlCommand,
   type ToolControlStatus,
   type ToolEventType,
@@ -37,9 +47,9 @@ import {
   type ToolResultStatus,
   type ToolSemantics,
 } from "./constants.ts";
-import { _registerToolErrorGuard } from "./errors.ts";
-import { copyJsonObject, EMPTY_OBJECT, type JsonObject } from "./_json.ts";
-import { checkToolContextFields, isIntegerIn, requireNonEmpty } from "./_fields.ts";
+import { TOOL_ERROR_BRAND } from "./errors.ts";
+import { copyJsonObject, EMPTY_OBJECT, type JsonObject } from "../_internal/json.ts";
+import { checkToolContextFields, isIntegerIn, requireNonEmpty } from "../_internal/fields.ts";
 
 // The literal and JSON types the models' public shapes use, re-exported so this module's
 // documentation is self-contained.
@@ -56,52 +66,24 @@ export type {
   ToolResultStatus,
   ToolSemantics,
 } from "./constants.ts";
-export type { JsonArray, JsonObject, JsonPrimitive, JsonValue } from "./_json.ts";
+export type { JsonArray, JsonObject, JsonPrimitive, JsonValue } from "../_internal/json.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Shared validation helpers (reference section b.1)
 
-const TOOL_SEMANTICS: ReadonlySet<string> = new Set(["query", "action", "session"]);
-const ENDPOINT_STATES: ReadonlySet<string> = new Set(["ready", "busy", "degraded", "unavailable"]);
-const EXECUTION_PHASES: ReadonlySet<string> = new Set([
-  "accepted",
-  "running",
-  "stopping",
-  "completed",
-  "failed",
-  "cancelled",
-  "stopped",
-  "unknown",
-]);
-const TOOL_EVENT_TYPES: ReadonlySet<string> = new Set([
-  "progress",
-  "heartbeat",
-  "executor_completed",
-  "executor_failed",
-  "cancelled",
-  "stopped",
-]);
-const TOOL_RESULT_STATUSES: ReadonlySet<string> = new Set([
-  "succeeded",
-  "failed",
-  "cancelled",
-  "stopped",
-  "unknown",
-]);
-const RESULT_RESPONSE_STATUSES: ReadonlySet<string> = new Set([
-  "pending",
-  "available",
-  "not_found",
-]);
-const CONTROL_COMMANDS: ReadonlySet<string> = new Set(["cancel", "stop"]);
-const CONTROL_STATUSES: ReadonlySet<string> = new Set([
-  "accepted",
-  "rejected",
-  "terminal",
-  "unsupported",
-]);
-const REGISTRY_OPERATIONS: ReadonlySet<string> = new Set(["register", "unregister"]);
-const REGISTRY_RESPONSE_STATUSES: ReadonlySet<string> = new Set(["accepted", "rejected"]);
+// The runtime sets of the literal types, derived from their one declaration in constants.ts.
+const TOOL_SEMANTICS: ReadonlySet<string> = new Set(TOOL_SEMANTICS_VALUES);
+const ENDPOINT_STATES: ReadonlySet<string> = new Set(ENDPOINT_STATE_VALUES);
+const EXECUTION_PHASES: ReadonlySet<string> = new Set(EXECUTION_PHASE_VALUES);
+const TOOL_EVENT_TYPES: ReadonlySet<string> = new Set(TOOL_EVENT_TYPE_VALUES);
+const TOOL_RESULT_STATUSES: ReadonlySet<string> = new Set(TOOL_RESULT_STATUS_VALUES);
+const RESULT_RESPONSE_STATUSES: ReadonlySet<string> = new Set(TOOL_RESULT_RESPONSE_STATUS_VALUES);
+const CONTROL_COMMANDS: ReadonlySet<string> = new Set(TOOL_CONTROL_COMMAND_VALUES);
+const CONTROL_STATUSES: ReadonlySet<string> = new Set(TOOL_CONTROL_STATUS_VALUES);
+const REGISTRY_OPERATIONS: ReadonlySet<string> = new Set(ENDPOINT_REGISTRY_OPERATION_VALUES);
+const REGISTRY_RESPONSE_STATUSES: ReadonlySet<string> = new Set(
+  ENDPOINT_REGISTRY_RESPONSE_STATUS_VALUES,
+);
 
 /** Python `repr()` style for the value named in an "unsupported ..." message. */
 function repr(value: unknown): string {
@@ -568,7 +550,8 @@ export class ToolError {
   }
 }
 
-_registerToolErrorGuard((value: unknown): value is ToolError => value instanceof ToolError);
+// The brand ToolEndpointError checks (errors.ts stays free of imports from this module).
+Object.defineProperty(ToolError.prototype, TOOL_ERROR_BRAND, { value: true });
 
 /** The init object of a {@linkcode ToolResult}: `failed` and `unknown` need an error, others none. */
 export type ToolResultInit =

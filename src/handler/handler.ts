@@ -11,7 +11,8 @@ import {
   type ToolControlCommand,
 } from "../endpoint/constants.ts";
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { deepEqual, hasLoneSurrogate, isBlankInstanceId } from "../endpoint/_json.ts";
+import { deepEqual } from "../_internal/json.ts";
+import { hasLoneSurrogate, isBlankInstanceId } from "../_internal/text.ts";
 import {
   isTerminalPhase,
   ToolAccepted,
@@ -49,7 +50,7 @@ import {
   toolResultToPayload,
   validateMessageEnvelope,
 } from "../wire/messages.ts";
-import { pyRepr } from "../wire/_repr.ts";
+import { pyRepr } from "../_internal/repr.ts";
 import { settleWithin } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";

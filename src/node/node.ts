@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isBlank } from "../endpoint/_json.ts";
+import { isBlank } from "../_internal/text.ts";
 import type { EndpointRegistryResponse } from "../endpoint/models.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";

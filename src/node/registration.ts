@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isBlankInstanceId } from "../endpoint/_json.ts";
+import { isBlankInstanceId } from "../_internal/text.ts";
 import {
   type EndpointRegistryResponse,
   ToolEndpointDescriptor,

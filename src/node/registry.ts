@@ -48,7 +48,7 @@
  *
  * @module
  */
-import { isBlank } from "../endpoint/_json.ts";
+import { isBlank } from "../_internal/text.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import {
   EndpointRegistryResponse,

@@ -13,8 +13,9 @@
  */
 import { MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { hasLoneSurrogate, markFloatMember, setOwn } from "../endpoint/_json.ts";
-import { pyRepr } from "./_repr.ts";
+import { markFloatMember, setOwn } from "../_internal/json.ts";
+import { pyRepr } from "../_internal/repr.ts";
+import { hasLoneSurrogate } from "../_internal/text.ts";
 
 /**
  * The deepest container nesting the exact parser follows before it gives up the way the

@@ -9,26 +9,38 @@ import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts"
 import {
   canonicalHeight,
   canonicalNeedsWriter,
-  hasLoneSurrogate,
   isArrayIndex,
   isPlainObject,
   type JsonFault,
   keysInOrder,
   setOwn,
   sortedKeys,
-  wireFaults,
-} from "../endpoint/_json.ts";
+} from "../_internal/json.ts";
+import { formatPythonFloat } from "../_internal/repr.ts";
+import { hasLoneSurrogate } from "../_internal/text.ts";
+import { wireFaults } from "./envelope.ts";
 
-export { compareCodePoints, sortedKeys } from "../endpoint/_json.ts";
-import { formatPythonFloat } from "./_repr.ts";
+/** The state of one {@linkcode encodeJson} call, passed down its walks. */
+interface EncodeState {
+  /** The path of the failing value starts here (`payload`). */
+  readonly root: string;
+  /**
+   * The key or index of the value at each depth below the root, kept only to name a failing
+   * value: `path[d]` is the member at depth `d`.
+   */
+  readonly path: (string | number)[];
+  /**
+   * Set by prepare() when JSON.stringify would write the value differently from the reference: a
+   * number below 1e-4 (Python's float repr switches to exponent form earlier), or an object key
+   * that is an array index (engines order such keys numerically, not by insertion).
+   */
+  needsWriter: boolean;
+}
 
-// Path segments of the value being written, kept only to name a failing value.
-const pathKeys: (string | number)[] = [];
-
-function fault(kind: JsonFault, depth: number, root: string, detail = ""): Error {
-  let path = root;
+function fault(kind: JsonFault, depth: number, state: EncodeState, detail = ""): Error {
+  let path = state.root;
   for (let d = 1; d <= depth; d++) {
-    const key = pathKeys[d];
+    const key = state.path[d];
     path += typeof key === "number" ? `[${key}]` : `.${key}`;
   }
   return wireFaults(kind, path, detail);
@@ -47,19 +59,19 @@ export function quoteString(value: string): string {
 }
 
 /**
- * The hand-written writer (see `needsWriter`). Inside a canonical value (`checked`), an integral
+ * The hand-written writer (see `EncodeState.needsWriter`). Inside a canonical value (`checked`), an integral
  * number beyond ±(2^53 − 1) is a float the strict decoder kept, written as Python writes floats.
  */
-function write(value: unknown, depth: number, root: string, checked = false): string {
-  if (depth > MAX_JSON_DEPTH) throw fault("depth", depth, root);
+function write(value: unknown, depth: number, state: EncodeState, checked = false): string {
+  if (depth > MAX_JSON_DEPTH) throw fault("depth", depth, state);
   switch (typeof value) {
     case "string":
-      if (hasLoneSurrogate(value)) throw fault("surrogate", depth, root);
+      if (hasLoneSurrogate(value)) throw fault("surrogate", depth, state);
       return JSON.stringify(value);
     case "number":
-      if (!Number.isFinite(value)) throw fault("finite", depth, root);
+      if (!Number.isFinite(value)) throw fault("finite", depth, state);
       if (!checked && Number.isInteger(value) && Math.abs(value) > MAX_SAFE_JSON_INTEGER) {
-        throw fault("integer", depth, root);
+        throw fault("integer", depth, state);
       }
       // Inside a canonical value -0 can only come from a float token such as -0.0.
       return checked && Object.is(value, -0) ? "-0.0" : formatNumber(value);
@@ -72,8 +84,8 @@ function write(value: unknown, depth: number, root: string, checked = false): st
         if (value.length === 0) return "[]";
         let out = "[";
         for (let i = 0; i < value.length; i++) {
-          pathKeys[depth + 1] = i;
-          out += (i === 0 ? "" : ",") + write(value[i], depth + 1, root, checked);
+          state.path[depth + 1] = i;
+          out += (i === 0 ? "" : ",") + write(value[i], depth + 1, state, checked);
         }
         return out + "]";
       }
@@ -83,10 +95,10 @@ function write(value: unknown, depth: number, root: string, checked = false): st
         let out = "{";
         for (let k = 0; k < keys.length; k++) {
           const key = keys[k];
-          if (hasLoneSurrogate(key)) throw fault("key-surrogate", depth, root);
-          pathKeys[depth + 1] = key;
+          if (hasLoneSurrogate(key)) throw fault("key-surrogate", depth, state);
+          state.path[depth + 1] = key;
           out += (k === 0 ? "" : ",") + JSON.stringify(key) + ":" +
-            write(value[key], depth + 1, root, checked);
+            write(value[key], depth + 1, state, checked);
         }
         return out + "}";
       }
@@ -96,31 +108,26 @@ function write(value: unknown, depth: number, root: string, checked = false): st
   const name = value === undefined
     ? "undefined"
     : (value as { constructor?: { name?: string } })?.constructor?.name ?? typeof value;
-  throw fault("unsupported", depth, root, name);
+  throw fault("unsupported", depth, state, name);
 }
-
-// Set by prepare() when JSON.stringify would write the value differently from the reference: a
-// number below 1e-4 (Python's float repr switches to exponent form earlier), or an object key
-// that is an array index (engines order such keys numerically, not by insertion).
-let needsWriter = false;
 
 /**
  * Checks a value with the Wire's JSON rules and returns it ready for `JSON.stringify`: the value
  * itself when every object's keys are already in code point order, otherwise a copy whose
  * objects have their keys inserted in that order (the engine keeps insertion order).
  */
-function prepare(value: unknown, depth: number, root: string): unknown {
-  if (depth > MAX_JSON_DEPTH) throw fault("depth", depth, root);
+function prepare(value: unknown, depth: number, state: EncodeState): unknown {
+  if (depth > MAX_JSON_DEPTH) throw fault("depth", depth, state);
   switch (typeof value) {
     case "string":
-      if (hasLoneSurrogate(value)) throw fault("surrogate", depth, root);
+      if (hasLoneSurrogate(value)) throw fault("surrogate", depth, state);
       return value;
     case "number":
-      if (!Number.isFinite(value)) throw fault("finite", depth, root);
+      if (!Number.isFinite(value)) throw fault("finite", depth, state);
       if (Number.isInteger(value)) {
-        if (Math.abs(value) > MAX_SAFE_JSON_INTEGER) throw fault("integer", depth, root);
+        if (Math.abs(value) > MAX_SAFE_JSON_INTEGER) throw fault("integer", depth, state);
       } else if (Math.abs(value) < 1e-4) {
-        needsWriter = true;
+        state.needsWriter = true;
       }
       return value;
     case "boolean":
@@ -130,15 +137,15 @@ function prepare(value: unknown, depth: number, root: string): unknown {
       // A canonical value (frozen, sorted, checked when it was copied) needs no second look.
       const height = canonicalHeight(value);
       if (height !== undefined && depth + height <= MAX_JSON_DEPTH) {
-        if (canonicalNeedsWriter(value)) needsWriter = true;
+        if (canonicalNeedsWriter(value)) state.needsWriter = true;
         return value;
       }
       if (Array.isArray(value)) {
         let out: unknown[] | undefined;
         for (let i = 0; i < value.length; i++) {
-          pathKeys[depth + 1] = i;
+          state.path[depth + 1] = i;
           const item = value[i];
-          const prepared = prepare(item, depth + 1, root);
+          const prepared = prepare(item, depth + 1, state);
           if (prepared !== item && out === undefined) out = value.slice(0, i);
           if (out !== undefined) out.push(prepared);
         }
@@ -151,11 +158,11 @@ function prepare(value: unknown, depth: number, root: string): unknown {
         const prepared: unknown[] = new Array(keys.length);
         for (let k = 0; k < keys.length; k++) {
           const key = keys[k];
-          if (hasLoneSurrogate(key)) throw fault("key-surrogate", depth, root);
-          if (isArrayIndex(key)) needsWriter = true;
-          pathKeys[depth + 1] = key;
+          if (hasLoneSurrogate(key)) throw fault("key-surrogate", depth, state);
+          if (isArrayIndex(key)) state.needsWriter = true;
+          state.path[depth + 1] = key;
           const item = value[key];
-          const next = prepare(item, depth + 1, root);
+          const next = prepare(item, depth + 1, state);
           if (next !== item) copy = true;
           prepared[k] = next;
         }
@@ -170,7 +177,7 @@ function prepare(value: unknown, depth: number, root: string): unknown {
   const name = value === undefined
     ? "undefined"
     : (value as { constructor?: { name?: string } })?.constructor?.name ?? typeof value;
-  throw fault("unsupported", depth, root, name);
+  throw fault("unsupported", depth, state, name);
 }
 
 /**
@@ -178,9 +185,9 @@ function prepare(value: unknown, depth: number, root: string): unknown {
  * failures are `FORGE_PROTOCOL_INVALID_PAYLOAD` errors whose path starts at `root`.
  */
 export function encodeJson(value: unknown, root = "payload"): string {
-  needsWriter = false;
-  const prepared = prepare(value, 0, root);
+  const state: EncodeState = { root, path: [], needsWriter: false };
+  const prepared = prepare(value, 0, state);
   // The engine's JSON.stringify is the fast path; the hand-written writer takes over in the rare
-  // cases where its output would differ (see needsWriter).
-  return needsWriter ? write(prepared, 0, root) : JSON.stringify(prepared);
+  // cases where its output would differ (see EncodeState.needsWriter).
+  return state.needsWriter ? write(prepared, 0, state) : JSON.stringify(prepared);
 }

@@ -6,11 +6,18 @@
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { isFloatMember, isPlainObject } from "../endpoint/_json.ts";
-import { compareCodePoints, encodeJson } from "./_json_encode.ts";
+import { isIntegerIn } from "../_internal/fields.ts";
+import { compareCodePoints, isFloatMember, isPlainObject } from "../_internal/json.ts";
+import { encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
 import { envelopeFromDecoded, ToolEnvelope, type ToolEnvelopeInit } from "./envelope.ts";
+import { headerRowOf } from "./header_matrix.ts";
 import { validateMessageEnvelope } from "./messages.ts";
+
+// The Wire's JSON encoder and strict decoder, for the carrier outside this folder (a `_file.ts`
+// is imported only from its own folder).
+export { encodeJson } from "./_json_encode.ts";
+export { parseStrictJsonBytes } from "./_json_decode.ts";
 
 /** Options of {@linkcode encodeEnvelope} and {@linkcode decodeEnvelope}. */
 export interface CodecOptions {
@@ -18,18 +25,6 @@ export interface CodecOptions {
   readonly maxMessageBytes?: number;
 }
 
-const ENVELOPE_FIELDS = new Set([
-  "protocol",
-  "message_type",
-  "request_id",
-  "invocation_id",
-  "attempt_id",
-  "endpoint_id",
-  "endpoint_instance_id",
-  "operation",
-  "sequence",
-  "payload",
-]);
 const OPTIONAL_FIELDS = [
   "request_id",
   "invocation_id",
@@ -43,7 +38,7 @@ const encoder = new TextEncoder();
 
 /** Checks a byte limit option: a positive integer, else `RangeError`. */
 export function checkByteLimit(value: unknown, name = "max_message_bytes"): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+  if (!isIntegerIn(value, 1)) {
     throw new RangeError(`${name} must be a positive integer`);
   }
   return value;
@@ -77,32 +72,152 @@ export function utf8Length(text: string): number {
   return bytes;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The Wire JSON layout of an envelope: the one place that knows the field order, where the
+// payload sits, and how many bytes the fields around it take.
+//
+// Keys are written in code point order: attempt_id, endpoint_id, endpoint_instance_id,
+// invocation_id, message_type, operation, payload, protocol, request_id, sequence. So the text
+// is a head (every header before the payload, ending in `"payload":`), the payload's JSON, and
+// a tail (`,"protocol":…`, the request id and the sequence when present, and `}`).
+
+/** @internal The Wire JSON of an envelope in its three parts; their concatenation is the text. */
+export interface EnvelopeJsonParts {
+  /** `{` through `"payload":`: every header that sorts before the payload. */
+  readonly head: string;
+  /** The payload's JSON (see `encodeJson`). */
+  readonly payload: string;
+  /** `,"protocol":…` through the closing `}`: every header that sorts after the payload. */
+  readonly tail: string;
+}
+
+/**
+ * @internal The envelope's Wire JSON in its three parts, re-checking the payload's JSON rules
+ * (a payload changed after construction through a cast is caught here).
+ */
+export function envelopeJsonParts(envelope: ToolEnvelope): EnvelopeJsonParts {
+  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
+  const payload = encodeJson(envelope.payload, "payload");
+  let head = "{";
+  if (envelope.attemptId !== undefined) {
+    head += `"attempt_id":${JSON.stringify(envelope.attemptId)},`;
+  }
+  head += `"endpoint_id":${JSON.stringify(envelope.endpointId)},`;
+  if (envelope.endpointInstanceId !== undefined) {
+    head += `"endpoint_instance_id":${JSON.stringify(envelope.endpointInstanceId)},`;
+  }
+  if (envelope.invocationId !== undefined) {
+    head += `"invocation_id":${JSON.stringify(envelope.invocationId)},`;
+  }
+  head += `"message_type":${JSON.stringify(envelope.messageType)},`;
+  if (envelope.operation !== undefined) {
+    head += `"operation":${JSON.stringify(envelope.operation)},`;
+  }
+  head += '"payload":';
+  let tail = `,"protocol":${JSON.stringify(envelope.protocol)}`;
+  if (envelope.requestId !== undefined) {
+    tail += `,"request_id":${JSON.stringify(envelope.requestId)}`;
+  }
+  if (envelope.sequence !== undefined) tail += `,"sequence":${envelope.sequence}`;
+  return { head, payload, tail: tail + "}" };
+}
+
 /**
  * The envelope as compact JSON text with sorted keys, re-checking the payload's JSON rules
  * (a payload changed after construction through a cast is caught here).
  */
 export function envelopeJson(envelope: ToolEnvelope): string {
-  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  const payload = encodeJson(envelope.payload, "payload");
-  let out = "{";
-  if (envelope.attemptId !== undefined) {
-    out += `"attempt_id":${JSON.stringify(envelope.attemptId)},`;
+  const parts = envelopeJsonParts(envelope);
+  return parts.head + parts.payload + parts.tail;
+}
+
+// The bytes each header adds besides its value: the quoted key, the colon, and the comma that
+// joins it to its neighbour (before the payload the comma follows, after it the comma leads).
+const KEY_BYTES = {
+  attempt_id: '"attempt_id":,'.length,
+  endpoint_id: '"endpoint_id":,'.length,
+  endpoint_instance_id: '"endpoint_instance_id":,'.length,
+  invocation_id: '"invocation_id":,'.length,
+  message_type: '"message_type":,'.length,
+  operation: '"operation":,'.length,
+  payload: '"payload":'.length,
+  protocol: ',"protocol":'.length,
+  request_id: ',"request_id":'.length,
+  sequence: ',"sequence":'.length,
+} as const;
+
+const HEADER_KEYS_BYTES = 2 + Object.values(KEY_BYTES).reduce((sum, bytes) => sum + bytes, 0);
+
+/** The ten envelope fields, the keys of the layout (what the decoder's field check allows). */
+const ENVELOPE_FIELDS: ReadonlySet<string> = new Set(Object.keys(KEY_BYTES));
+
+/** The UTF-8 byte length of `JSON.stringify(value)`. */
+function jsonStringBytes(value: string): number {
+  let bytes = 2;
+  const length = value.length;
+  for (let i = 0; i < length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x80) {
+      if (c >= 0x20) bytes += c === 0x22 || c === 0x5c ? 2 : 1;
+      else bytes += c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d ? 2 : 6;
+    } else if (c < 0x800) {
+      bytes += 2;
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      // A surrogate pair is one 4-byte character; JSON.stringify escapes a lone surrogate.
+      const next = value.charCodeAt(i + 1);
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else {
+        bytes += 6;
+      }
+    } else {
+      bytes += 3;
+    }
   }
-  out += `"endpoint_id":${JSON.stringify(envelope.endpointId)},`;
+  return bytes;
+}
+
+/**
+ * @internal The byte length of the envelope's Wire JSON without the payload's own text: exactly
+ * `utf8Length(envelopeJson(envelope)) - utf8Length(encodeJson(envelope.payload))`.
+ */
+export function envelopeHeaderBytes(envelope: ToolEnvelope): number {
+  let bytes = 2 + KEY_BYTES.payload + KEY_BYTES.protocol + jsonStringBytes(envelope.protocol) +
+    KEY_BYTES.endpoint_id + jsonStringBytes(envelope.endpointId) + KEY_BYTES.message_type +
+    jsonStringBytes(envelope.messageType);
+  if (envelope.attemptId !== undefined) {
+    bytes += KEY_BYTES.attempt_id + jsonStringBytes(envelope.attemptId);
+  }
   if (envelope.endpointInstanceId !== undefined) {
-    out += `"endpoint_instance_id":${JSON.stringify(envelope.endpointInstanceId)},`;
+    bytes += KEY_BYTES.endpoint_instance_id + jsonStringBytes(envelope.endpointInstanceId);
   }
   if (envelope.invocationId !== undefined) {
-    out += `"invocation_id":${JSON.stringify(envelope.invocationId)},`;
+    bytes += KEY_BYTES.invocation_id + jsonStringBytes(envelope.invocationId);
   }
-  out += `"message_type":${JSON.stringify(envelope.messageType)},`;
-  if (envelope.operation !== undefined) out += `"operation":${JSON.stringify(envelope.operation)},`;
-  out += `"payload":${payload},"protocol":${JSON.stringify(envelope.protocol)}`;
+  if (envelope.operation !== undefined) {
+    bytes += KEY_BYTES.operation + jsonStringBytes(envelope.operation);
+  }
   if (envelope.requestId !== undefined) {
-    out += `,"request_id":${JSON.stringify(envelope.requestId)}`;
+    bytes += KEY_BYTES.request_id + jsonStringBytes(envelope.requestId);
   }
-  if (envelope.sequence !== undefined) out += `,"sequence":${envelope.sequence}`;
-  return out + "}";
+  if (envelope.sequence !== undefined) {
+    bytes += KEY_BYTES.sequence + String(envelope.sequence).length;
+  }
+  return bytes;
+}
+
+/**
+ * @internal An upper bound of {@linkcode envelopeHeaderBytes} without reading the strings: a
+ * UTF-16 unit takes at most 6 bytes in JSON (a `\u00XX` escape), a sequence number at most 16
+ * digits.
+ */
+export function envelopeHeaderBound(envelope: ToolEnvelope): number {
+  const units = envelope.protocol.length + envelope.messageType.length +
+    envelope.endpointId.length + (envelope.attemptId?.length ?? 0) +
+    (envelope.endpointInstanceId?.length ?? 0) + (envelope.invocationId?.length ?? 0) +
+    (envelope.operation?.length ?? 0) + (envelope.requestId?.length ?? 0);
+  return HEADER_KEYS_BYTES + 8 * 2 + 6 * units + 16;
 }
 
 /**
@@ -223,8 +338,7 @@ export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvel
     value.payload === undefined || known !== Object.keys(value).length ||
     requestId === null || invocationId === null || attemptId === null ||
     endpointInstanceId === null || operation === null || sequence === null ||
-    (endpointInstanceId === undefined &&
-      !(typeof messageType === "string" && messageType.startsWith("tool.")))
+    (endpointInstanceId === undefined && headerRowOf(messageType).endpointInstanceId === "required")
   ) checkEnvelopeFields(value);
   const init = {
     protocol: value.protocol ?? null,
@@ -255,8 +369,7 @@ function checkEnvelopeFields(value: Record<string, unknown>): void {
   const messageType = value.message_type;
   if (!("endpoint_id" in value)) missing.push("endpoint_id");
   if (
-    !("endpoint_instance_id" in value) &&
-    !(typeof messageType === "string" && messageType.startsWith("tool."))
+    !("endpoint_instance_id" in value) && headerRowOf(messageType).endpointInstanceId === "required"
   ) missing.push("endpoint_instance_id");
   if (!("message_type" in value)) missing.push("message_type");
   if (!("payload" in value)) missing.push("payload");

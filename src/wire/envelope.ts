@@ -4,22 +4,24 @@
  * @module
  */
 import {
+  MAX_JSON_DEPTH,
   MAX_SAFE_JSON_INTEGER,
   TOOL_ENDPOINT_PROTOCOL,
   TOOL_MESSAGE_TYPES,
   type ToolMessageType,
 } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { isIntegerIn } from "../_internal/fields.ts";
 import {
   copyJson,
   EMPTY_OBJECT,
-  hasLoneSurrogate,
-  isBlank,
   isMapping,
+  type JsonFaultReporter,
   type JsonObject,
-  wireFaults,
-} from "../endpoint/_json.ts";
-import { pyRepr } from "./_repr.ts";
+} from "../_internal/json.ts";
+import { pyRepr } from "../_internal/repr.ts";
+import { hasLoneSurrogate, isBlank } from "../_internal/text.ts";
+import { HEADER_MATRIX, type HeaderRow } from "./header_matrix.ts";
 
 /** The fields of a {@linkcode ToolEnvelope}; absent optional headers are `undefined`. */
 export interface ToolEnvelopeInit {
@@ -45,11 +47,37 @@ export interface ToolEnvelopeInit {
   readonly sequence?: number;
 }
 
-const MANAGEMENT_WITH_REQUEST = new Set<string>([
-  "endpoint.register",
-  "endpoint.unregister",
-  "endpoint.registry.response",
-]);
+/**
+ * @internal The Wire's style of JSON faults: `ToolProtocolError` `FORGE_PROTOCOL_INVALID_PAYLOAD`
+ * at the value's path (the models' style is `modelFaults`).
+ */
+export const wireFaults: JsonFaultReporter = (fault, path, detail) => {
+  const code = ToolErrorCodes.INVALID_PAYLOAD;
+  switch (fault) {
+    case "depth":
+      return new ToolProtocolError(code, `JSON nesting exceeds ${MAX_JSON_DEPTH}`, path);
+    case "surrogate":
+      return new ToolProtocolError(code, "must contain only valid Unicode scalar values", path);
+    case "integer":
+      return new ToolProtocolError(
+        code,
+        `integer exceeds interoperable range ±${MAX_SAFE_JSON_INTEGER}`,
+        path,
+      );
+    case "finite":
+      return new ToolProtocolError(code, "floating-point values must be finite", path);
+    case "key-type":
+      return new ToolProtocolError(code, "object keys must be strings", path);
+    case "key-surrogate":
+      return new ToolProtocolError(
+        code,
+        "object keys must contain only valid Unicode scalar values",
+        path,
+      );
+    case "unsupported":
+      return new ToolProtocolError(code, `unsupported JSON value: ${detail}`, path);
+  }
+};
 
 function invalidMessage(message: string, path: string): ToolProtocolError {
   return new ToolProtocolError(ToolErrorCodes.INVALID_MESSAGE, message, path);
@@ -59,14 +87,15 @@ function absent(value: unknown): value is undefined | null {
   return value === undefined || value === null;
 }
 
-/** Checks an envelope string header: a non-blank string of Unicode scalar values. */
-function checkHeader(value: unknown, field: string): string {
+/**
+ * Checks an envelope string header: a non-blank string of Unicode scalar values. `scalar` says
+ * the string is already known to hold no lone surrogate.
+ */
+function checkHeader(value: unknown, field: string, scalar: boolean): string {
   if (typeof value !== "string" || isBlank(value)) {
     throw invalidMessage("must be a non-empty string", field);
   }
-  // Decoded headers in "checked" mode come from valid UTF-8 without escapes that could encode
-  // a surrogate (the strict decoder's fast path, or the carrier's columns): already scalar.
-  if (payloadMode !== "checked" && hasLoneSurrogate(value)) {
+  if (!scalar && hasLoneSurrogate(value)) {
     throw invalidMessage("must contain only valid Unicode scalar values", field);
   }
   return value;
@@ -80,17 +109,11 @@ function checkHeader(value: unknown, field: string): string {
  */
 export type DecodedPayload = "checked" | "decoded";
 
-let payloadMode: DecodedPayload | undefined;
-
-/** @internal Builds an envelope from decoded fields (see {@linkcode DecodedPayload}). */
-export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload): ToolEnvelope {
-  payloadMode = mode;
-  try {
-    return new ToolEnvelope(init);
-  } finally {
-    payloadMode = undefined;
-  }
-}
+// The module-private tokens that tell the constructor how a decoded envelope's fields were
+// checked; nothing outside this module can pass them, so `new ToolEnvelope(init)` always checks
+// and copies everything.
+const CHECKED_PAYLOAD: unique symbol = Symbol("checked payload");
+const DECODED_PAYLOAD: unique symbol = Symbol("decoded payload");
 
 /**
  * One logical Wire message: a header matrix checked at construction, and a JSON-object payload.
@@ -143,7 +166,11 @@ export class ToolEnvelope {
   readonly sequence: number | undefined;
 
   /** Checks the header matrix and copies the payload; throws {@linkcode ToolProtocolError}. */
-  constructor(init: ToolEnvelopeInit) {
+  constructor(init: ToolEnvelopeInit);
+  constructor(init: ToolEnvelopeInit, decoded?: unknown) {
+    // Only envelopeFromDecoded passes a token (see CHECKED_PAYLOAD); any other value is ignored.
+    const checked = decoded === CHECKED_PAYLOAD;
+    const integers = !checked && decoded !== DECODED_PAYLOAD;
     if (typeof init !== "object" || init === null) {
       throw new TypeError("envelope fields must be an object");
     }
@@ -171,39 +198,29 @@ export class ToolEnvelope {
         "payload",
       );
     }
-    const endpointId = checkHeader(init.endpointId, "endpoint_id");
-    const isTool = messageType.startsWith("tool.");
+    const row: HeaderRow = HEADER_MATRIX[messageType as ToolMessageType];
+    const endpointId = checkHeader(init.endpointId, "endpoint_id", checked);
     let endpointInstanceId: string | undefined;
     if (absent(init.endpointInstanceId)) {
-      if (!isTool) {
+      if (row.endpointInstanceId === "required") {
         throw invalidMessage(
           "must be present for endpoint management messages",
           "endpoint_instance_id",
         );
       }
     } else {
-      endpointInstanceId = checkHeader(init.endpointInstanceId, "endpoint_instance_id");
+      endpointInstanceId = checkHeader(init.endpointInstanceId, "endpoint_instance_id", checked);
     }
     let invocationId: string | undefined;
     let attemptId: string | undefined;
     let operation: string | undefined;
-    if (isTool) {
-      invocationId = checkHeader(init.invocationId, "invocation_id");
-      attemptId = checkHeader(init.attemptId, "attempt_id");
-      operation = checkHeader(init.operation, "operation");
-      if (messageType === "tool.event") {
-        if (!absent(init.requestId)) {
-          throw invalidMessage("must be omitted for tool.event", "request_id");
-        }
-      } else {
-        checkHeader(init.requestId, "request_id");
-      }
+    if (row.execution === "required") {
+      invocationId = checkHeader(init.invocationId, "invocation_id", checked);
+      attemptId = checkHeader(init.attemptId, "attempt_id", checked);
+      operation = checkHeader(init.operation, "operation", checked);
+      checkRequestId(row, init.requestId, checked);
     } else {
-      if (MANAGEMENT_WITH_REQUEST.has(messageType)) {
-        checkHeader(init.requestId, "request_id");
-      } else if (!absent(init.requestId)) {
-        throw invalidMessage("must be omitted for unsolicited endpoint.status", "request_id");
-      }
+      checkRequestId(row, init.requestId, checked);
       const forbidden = [
         ["invocation_id", init.invocationId],
         ["attempt_id", init.attemptId],
@@ -217,12 +234,9 @@ export class ToolEnvelope {
       }
     }
     let sequence: number | undefined;
-    if (messageType === "tool.event") {
+    if (row.sequence === "required") {
       const value: unknown = init.sequence;
-      if (
-        typeof value !== "number" || !Number.isInteger(value) || value < 0 ||
-        value > MAX_SAFE_JSON_INTEGER
-      ) {
+      if (!isIntegerIn(value, 0)) {
         throw invalidMessage(`must be an integer in [0, ${MAX_SAFE_JSON_INTEGER}]`, "sequence");
       }
       sequence = value;
@@ -231,13 +245,13 @@ export class ToolEnvelope {
     }
     const requestId = absent(init.requestId)
       ? undefined
-      : checkHeader(init.requestId, "request_id");
+      : checkHeader(init.requestId, "request_id", checked);
 
     this.protocol = protocol;
     this.messageType = messageType as ToolMessageType;
-    this.payload = payloadMode === "checked"
+    this.payload = checked
       ? payload as JsonObject
-      : copyJson(payload, "payload", wireFaults, 0, payloadMode !== "decoded") as JsonObject;
+      : copyJson(payload, "payload", wireFaults, 0, integers) as JsonObject;
     this.requestId = requestId;
     this.invocationId = invocationId;
     this.attemptId = attemptId;
@@ -269,9 +283,32 @@ export class ToolEnvelope {
   }
 }
 
-/** True for `endpoint.*` message types. */
-export function isManagementType(messageType: string): boolean {
-  return messageType.startsWith("endpoint.");
+/**
+ * The `request_id` rule of a row: present and valid where required, absent where forbidden (the
+ * message names the one type of each family that forbids it).
+ */
+function checkRequestId(row: HeaderRow, requestId: unknown, scalar: boolean): void {
+  if (row.requestId === "required") {
+    checkHeader(requestId, "request_id", scalar);
+  } else if (!absent(requestId)) {
+    throw invalidMessage(
+      row.family === "tool"
+        ? "must be omitted for tool.event"
+        : "must be omitted for unsolicited endpoint.status",
+      "request_id",
+    );
+  }
+}
+
+/** The constructor with its internal second parameter (see CHECKED_PAYLOAD). */
+const DecodedEnvelope = ToolEnvelope as unknown as new (
+  init: ToolEnvelopeInit,
+  decoded: typeof CHECKED_PAYLOAD | typeof DECODED_PAYLOAD,
+) => ToolEnvelope;
+
+/** @internal Builds an envelope from decoded fields (see {@linkcode DecodedPayload}). */
+export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload): ToolEnvelope {
+  return new DecodedEnvelope(init, mode === "checked" ? CHECKED_PAYLOAD : DECODED_PAYLOAD);
 }
 
 const RESPONSE_OF: Readonly<Record<string, ToolMessageType>> = {

@@ -19,7 +19,7 @@ import {
   type ToolRequest,
   type ToolResultResponse,
 } from "../endpoint/models.ts";
-import type { JsonObject } from "../endpoint/_json.ts";
+import type { JsonObject } from "../_internal/json.ts";
 import { pairedResponseType, registryOperationOf, ToolEnvelope } from "./envelope.ts";
 import {
   controlRequestToPayload,

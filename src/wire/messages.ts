@@ -8,20 +8,26 @@
  *
  * @module
  */
-import { TOOL_ENDPOINT_PROTOCOL, type ToolControlCommand } from "../endpoint/constants.ts";
-import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import {
+  TOOL_CONTROL_COMMAND_VALUES,
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolControlCommand,
+  type ToolMessageType,
+} from "../endpoint/constants.ts";
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { checkToolContextFields } from "../_internal/fields.ts";
+import {
+  adoptJsonObject,
   canonicalHeight,
+  compareCodePoints,
   copyJson,
-  isAdoptingJson,
-  isBlank,
   isFloatMember,
   isMapping,
   isPlainObject,
   type JsonObject,
-  wireFaults,
-  withAdoptedJson,
-} from "../endpoint/_json.ts";
+} from "../_internal/json.ts";
+import { pyRepr } from "../_internal/repr.ts";
+import { isBlank } from "../_internal/text.ts";
 import {
   EndpointRegistryResponse,
   EndpointStatus,
@@ -38,9 +44,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
-import { checkToolContextFields } from "../endpoint/_fields.ts";
-import { compareCodePoints } from "./_json_encode.ts";
-import { ToolEnvelope } from "./envelope.ts";
+import { ToolEnvelope, wireFaults } from "./envelope.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Primitives
@@ -49,9 +53,12 @@ function invalidPayload(message: string, path: string): ToolProtocolError {
   return new ToolProtocolError(ToolErrorCodes.INVALID_PAYLOAD, message, path);
 }
 
-/** Normalizes a raw value with the Wire's JSON rules (skipped for an envelope's own payload). */
+/**
+ * Normalizes a raw value with the Wire's JSON rules. The result is canonical (deeply frozen, see
+ * `copyJson`), so the models built from it may adopt its members.
+ */
 function normalized(value: unknown, path: string): unknown {
-  return isAdoptingJson() ? value : copyJson(value, path, wireFaults);
+  return copyJson(value, path, wireFaults);
 }
 
 /**
@@ -75,13 +82,18 @@ function rootObject(value: unknown, path: string): Record<string, unknown> {
 }
 
 /**
- * Runs a decoder over a normalized value. A canonical value (deeply frozen, see `copyJson`) can
- * be shared: the models built from it adopt its members instead of copying them.
+ * A JSON-object field handed to a model. With `adopt` the model takes it as it is (see
+ * `adoptJsonObject`): for members of a canonical value, which are deeply frozen already, and for
+ * the validation of an envelope, whose payload the Wire checked and whose models are thrown away.
+ * Without it the model copies the value.
  */
-function decoding<T>(value: unknown, build: () => T): T {
-  return !isAdoptingJson() && canonicalHeight(value) !== undefined
-    ? withAdoptedJson(build)
-    : build();
+function jsonField(value: Record<string, unknown>, adopt: boolean): JsonObject {
+  return adopt ? adoptJsonObject(value) : value as JsonObject;
+}
+
+/** True when an envelope's payload is canonical, so the models built from it may adopt it. */
+function isCanonicalPayload(envelope: ToolEnvelope): boolean {
+  return canonicalHeight(envelope.payload) !== undefined;
 }
 
 /** Checks an object's field set: unknown fields first, then missing ones. */
@@ -157,7 +169,7 @@ export function toolErrorToPayload(error: ToolError): JsonObject {
   };
 }
 
-function readToolError(value: unknown, path: string): ToolError {
+function readToolError(value: unknown, path: string, adopt: boolean): ToolError {
   const object = objectAt(value, path);
   closedFields(object, path, ["code", "message", "retryable", "details"]);
   const details = objectAt(object.details, `${path}.details`);
@@ -166,14 +178,13 @@ function readToolError(value: unknown, path: string): ToolError {
       code: object.code as string,
       message: object.message as string,
       retryable: object.retryable as boolean,
-      details,
+      details: jsonField(details, adopt),
     }));
 }
 
 /** Decodes a {@linkcode ToolError} object found at `path` (default `payload.error`). */
 export function toolErrorFromPayload(value: unknown, path = "payload.error"): ToolError {
-  const object = normalized(value, path);
-  return decoding(object, () => readToolError(object, path));
+  return readToolError(normalized(value, path), path, true);
 }
 
 /** The payload form of a {@linkcode ToolResult}: `{status, outputs}` and `error` when failed. */
@@ -184,11 +195,13 @@ export function toolResultToPayload(result: ToolResult): JsonObject {
     : { status: result.status, outputs: result.outputs, error: toolErrorToPayload(result.error) };
 }
 
-function readToolResult(value: unknown, path: string): ToolResult {
+function readToolResult(value: unknown, path: string, adopt: boolean): ToolResult {
   const object = objectAt(value, path);
   closedFields(object, path, ["status", "outputs"], ["error"]);
-  const error = has(object, "error") ? readToolError(object.error, `${path}.error`) : undefined;
-  const outputs = objectAt(object.outputs, `${path}.outputs`);
+  const error = has(object, "error")
+    ? readToolError(object.error, `${path}.error`, adopt)
+    : undefined;
+  const outputs = jsonField(objectAt(object.outputs, `${path}.outputs`), adopt);
   return construct(
     path,
     () =>
@@ -202,8 +215,7 @@ function readToolResult(value: unknown, path: string): ToolResult {
 
 /** Decodes a {@linkcode ToolResult} object found at `path` (default `payload.result`). */
 export function toolResultFromPayload(value: unknown, path = "payload.result"): ToolResult {
-  const object = normalized(value, path);
-  return decoding(object, () => readToolResult(object, path));
+  return readToolResult(normalized(value, path), path, true);
 }
 
 /** The payload form of a {@linkcode ToolExecutionStatus}: `{phase, details}` and `error`. */
@@ -216,11 +228,13 @@ export function executionStatusToPayload(status: ToolExecutionStatus): JsonObjec
     : { phase: status.phase, details: status.details, error: toolErrorToPayload(status.error) };
 }
 
-function readExecutionStatus(value: unknown, path: string): ToolExecutionStatus {
+function readExecutionStatus(value: unknown, path: string, adopt: boolean): ToolExecutionStatus {
   const object = objectAt(value, path);
   closedFields(object, path, ["phase", "details"], ["error"]);
-  const error = has(object, "error") ? readToolError(object.error, `${path}.error`) : undefined;
-  const details = objectAt(object.details, `${path}.details`);
+  const error = has(object, "error")
+    ? readToolError(object.error, `${path}.error`, adopt)
+    : undefined;
+  const details = jsonField(objectAt(object.details, `${path}.details`), adopt);
   return construct(
     path,
     () =>
@@ -237,8 +251,7 @@ export function executionStatusFromPayload(
   value: unknown,
   path = "payload.status",
 ): ToolExecutionStatus {
-  const object = normalized(value, path);
-  return decoding(object, () => readExecutionStatus(object, path));
+  return readExecutionStatus(normalized(value, path), path, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,18 +296,20 @@ export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequest
   // An envelope's payload is already normalized: canonical (frozen) payloads are shared, others
   // are copied by the models.
   const payload = objectAt(envelope.payload, "payload");
-  return decoding(payload, () => readInvokeRequest(envelope, payload, true)!);
+  return readInvokeRequest(envelope, payload, isCanonicalPayload(envelope))!;
 }
 
 /**
- * Reads an invoke request's payload: the closed schemas, then the models' checks. With `build`
- * false (validation of an envelope, whose headers and payload JSON are already checked) the
- * checks run without building the models, which would only be thrown away.
+ * Reads an invoke request's payload: the closed schemas, then the models' checks, building the
+ * models with `adopt` (see {@linkcode jsonField}). With `build` false (validation of an envelope,
+ * whose headers and payload JSON are already checked) the checks run without building the
+ * models, which would only be thrown away.
  */
 function readInvokeRequest(
   envelope: ToolEnvelope,
   payload: Record<string, unknown>,
-  build: boolean,
+  adopt: boolean,
+  build = true,
 ): InvokeRequestParts | undefined {
   closedFields(payload, "payload", INVOKE_REQUEST_FIELDS);
   const args = objectAt(payload.arguments, "payload.arguments");
@@ -320,7 +335,10 @@ function readInvokeRequest(
     }
     return undefined;
   }
-  const request = construct("payload.arguments", () => new ToolRequest({ arguments: args }));
+  const request = construct(
+    "payload.arguments",
+    () => new ToolRequest({ arguments: jsonField(args, adopt) }),
+  );
   const toolContext = construct("payload.context", () =>
     new ToolContext({
       executionKey: new ToolExecutionKey({
@@ -333,7 +351,7 @@ function readInvokeRequest(
       operation: envelope.operation!,
       callerId: callerId as string | undefined,
       deadlineMs: deadlineMs as number | undefined,
-      metadata,
+      metadata: jsonField(metadata, adopt),
     }));
   return { request, context: toolContext };
 }
@@ -368,26 +386,27 @@ export function invokeResponseToPayload(response: InvokeResponse): JsonObject {
 
 /** Decodes the payload of `tool.invoke.response`. */
 export function invokeResponseFromPayload(payload: unknown): InvokeResponse {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    switch (object.outcome) {
-      case "completed":
-        closedFields(object, "payload", ["outcome", "result"]);
-        return readToolResult(object.result, "payload.result");
-      case "accepted": {
-        closedFields(object, "payload", ["outcome", "accepted"]);
-        const accepted = objectAt(object.accepted, "payload.accepted");
-        closedFields(accepted, "payload.accepted", ["details"]);
-        const details = objectAt(accepted.details, "payload.accepted.details");
-        return construct("payload.accepted", () => new ToolAccepted({ details }));
-      }
-      case "rejected":
-        closedFields(object, "payload", ["outcome", "error"]);
-        return readToolError(object.error, "payload.error");
-      default:
-        throw invalidPayload("outcome must be completed, accepted, or rejected", "payload.outcome");
+  return readInvokeResponse(rootObject(payload, "payload"), true);
+}
+
+function readInvokeResponse(object: Record<string, unknown>, adopt: boolean): InvokeResponse {
+  switch (object.outcome) {
+    case "completed":
+      closedFields(object, "payload", ["outcome", "result"]);
+      return readToolResult(object.result, "payload.result", adopt);
+    case "accepted": {
+      closedFields(object, "payload", ["outcome", "accepted"]);
+      const accepted = objectAt(object.accepted, "payload.accepted");
+      closedFields(accepted, "payload.accepted", ["details"]);
+      const details = jsonField(objectAt(accepted.details, "payload.accepted.details"), adopt);
+      return construct("payload.accepted", () => new ToolAccepted({ details }));
     }
-  });
+    case "rejected":
+      closedFields(object, "payload", ["outcome", "error"]);
+      return readToolError(object.error, "payload.error", adopt);
+    default:
+      throw invalidPayload("outcome must be completed, accepted, or rejected", "payload.outcome");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -400,11 +419,12 @@ export function statusResponseToPayload(status: ToolExecutionStatus): JsonObject
 
 /** Decodes the payload of `tool.status.response`. */
 export function statusResponseFromPayload(payload: unknown): ToolExecutionStatus {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    closedFields(object, "payload", ["status"]);
-    return readExecutionStatus(object.status, "payload.status");
-  });
+  return readStatusResponse(rootObject(payload, "payload"), true);
+}
+
+function readStatusResponse(object: Record<string, unknown>, adopt: boolean): ToolExecutionStatus {
+  closedFields(object, "payload", ["status"]);
+  return readExecutionStatus(object.status, "payload.status", adopt);
 }
 
 /** The payload of `tool.result.response`: `{status}` and `result` when available. */
@@ -419,22 +439,23 @@ export function resultResponseToPayload(response: ToolResultResponse): JsonObjec
 
 /** Decodes the payload of `tool.result.response`. */
 export function resultResponseFromPayload(payload: unknown): ToolResultResponse {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    closedFields(object, "payload", ["status"], ["result"]);
-    const result = has(object, "result")
-      ? readToolResult(object.result, "payload.result")
-      : undefined;
-    return construct(
-      "payload",
-      () =>
-        new ToolResultResponse(
-          { status: object.status, result } as ConstructorParameters<
-            typeof ToolResultResponse
-          >[0],
-        ),
-    );
-  });
+  return readResultResponse(rootObject(payload, "payload"), true);
+}
+
+function readResultResponse(object: Record<string, unknown>, adopt: boolean): ToolResultResponse {
+  closedFields(object, "payload", ["status"], ["result"]);
+  const result = has(object, "result")
+    ? readToolResult(object.result, "payload.result", adopt)
+    : undefined;
+  return construct(
+    "payload",
+    () =>
+      new ToolResultResponse(
+        { status: object.status, result } as ConstructorParameters<
+          typeof ToolResultResponse
+        >[0],
+      ),
+  );
 }
 
 /** The payload of `tool.error`: `{error}`. */
@@ -444,11 +465,12 @@ export function errorToPayload(error: ToolError): JsonObject {
 
 /** Decodes the payload of `tool.error`. */
 export function errorFromPayload(payload: unknown): ToolError {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    closedFields(object, "payload", ["error"]);
-    return readToolError(object.error, "payload.error");
-  });
+  return readErrorPayload(rootObject(payload, "payload"), true);
+}
+
+function readErrorPayload(object: Record<string, unknown>, adopt: boolean): ToolError {
+  closedFields(object, "payload", ["error"]);
+  return readToolError(object.error, "payload.error", adopt);
 }
 
 /** The command and optional reason of a `tool.control.request`. */
@@ -459,9 +481,13 @@ export interface ControlRequest {
   readonly reason: string | undefined;
 }
 
+function isControlCommand(value: unknown): value is ToolControlCommand {
+  return (TOOL_CONTROL_COMMAND_VALUES as readonly unknown[]).includes(value);
+}
+
 /** The payload of `tool.control.request`: `{command}` and `reason` when given. */
 export function controlRequestToPayload(command: ToolControlCommand, reason?: string): JsonObject {
-  if (command !== "cancel" && command !== "stop") {
+  if (!isControlCommand(command)) {
     throw new RangeError(`unsupported tool control command: '${String(command)}'`);
   }
   if (reason === undefined || reason === null) return { command };
@@ -473,20 +499,21 @@ export function controlRequestToPayload(command: ToolControlCommand, reason?: st
 
 /** Decodes the payload of `tool.control.request`. */
 export function controlRequestFromPayload(payload: unknown): ControlRequest {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    closedFields(object, "payload", ["command"], ["reason"]);
-    const command = object.command;
-    if (command !== "cancel" && command !== "stop") {
-      throw invalidPayload("command must be cancel or stop", "payload.command");
-    }
-    const reason = object.reason;
-    if (reason === undefined || reason === null) return { command, reason: undefined };
-    if (typeof reason !== "string" || isBlank(reason)) {
-      throw invalidPayload("must be a non-empty string", "payload.reason");
-    }
-    return { command, reason };
-  });
+  return readControlRequest(rootObject(payload, "payload"));
+}
+
+function readControlRequest(object: Record<string, unknown>): ControlRequest {
+  closedFields(object, "payload", ["command"], ["reason"]);
+  const command = object.command;
+  if (!isControlCommand(command)) {
+    throw invalidPayload("command must be cancel or stop", "payload.command");
+  }
+  const reason = object.reason;
+  if (reason === undefined || reason === null) return { command, reason: undefined };
+  if (typeof reason !== "string" || isBlank(reason)) {
+    throw invalidPayload("must be a non-empty string", "payload.reason");
+  }
+  return { command, reason };
 }
 
 /** The payload of `tool.control.response`: `{response: {command, status, details, error?}}`. */
@@ -505,22 +532,26 @@ export function controlResponseToPayload(response: ToolControlResponse): JsonObj
 
 /** Decodes the payload of `tool.control.response`. */
 export function controlResponseFromPayload(payload: unknown): ToolControlResponse {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    closedFields(object, "payload", ["response"]);
-    const inner = objectAt(object.response, "payload.response");
-    closedFields(inner, "payload.response", ["command", "status", "details"], ["error"]);
-    const error = has(inner, "error")
-      ? readToolError(inner.error, "payload.response.error")
-      : undefined;
-    const details = objectAt(inner.details, "payload.response.details");
-    return construct("payload.response", () =>
-      new ToolControlResponse(
-        { command: inner.command, status: inner.status, error, details } as ConstructorParameters<
-          typeof ToolControlResponse
-        >[0],
-      ));
-  });
+  return readControlResponse(rootObject(payload, "payload"), true);
+}
+
+function readControlResponse(
+  object: Record<string, unknown>,
+  adopt: boolean,
+): ToolControlResponse {
+  closedFields(object, "payload", ["response"]);
+  const inner = objectAt(object.response, "payload.response");
+  closedFields(inner, "payload.response", ["command", "status", "details"], ["error"]);
+  const error = has(inner, "error")
+    ? readToolError(inner.error, "payload.response.error", adopt)
+    : undefined;
+  const details = jsonField(objectAt(inner.details, "payload.response.details"), adopt);
+  return construct("payload.response", () =>
+    new ToolControlResponse(
+      { command: inner.command, status: inner.status, error, details } as ConstructorParameters<
+        typeof ToolControlResponse
+      >[0],
+    ));
 }
 
 /** The payload of `tool.event`: `{type, data}` (the sequence lives in the envelope). */
@@ -531,16 +562,16 @@ export function eventToPayload(event: ToolEvent): JsonObject {
 
 /** Decodes the payload of `tool.event`. */
 export function eventFromPayload(payload: unknown): ToolEvent {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    closedFields(object, "payload", ["type", "data"]);
-    const data = objectAt(object.data, "payload.data");
-    return construct(
-      "payload",
-      () =>
-        new ToolEvent({ type: object.type, data } as ConstructorParameters<typeof ToolEvent>[0]),
-    );
-  });
+  return readEvent(rootObject(payload, "payload"), true);
+}
+
+function readEvent(object: Record<string, unknown>, adopt: boolean): ToolEvent {
+  closedFields(object, "payload", ["type", "data"]);
+  const data = jsonField(objectAt(object.data, "payload.data"), adopt);
+  return construct(
+    "payload",
+    () => new ToolEvent({ type: object.type, data } as ConstructorParameters<typeof ToolEvent>[0]),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -563,22 +594,24 @@ export function endpointStatusFromEnvelope(envelope: ToolEnvelope): EndpointStat
   if (!(envelope instanceof ToolEnvelope) || envelope.messageType !== "endpoint.status") {
     throw new RangeError("envelope must be endpoint.status");
   }
+  return readEndpointStatus(envelope, isCanonicalPayload(envelope));
+}
+
+function readEndpointStatus(envelope: ToolEnvelope, adopt: boolean): EndpointStatus {
   const object = objectAt(envelope.payload, "payload");
-  return decoding(object, () => {
-    closedFields(object, "payload", ["status"]);
-    const inner = objectAt(object.status, "payload.status");
-    closedFields(inner, "payload.status", ["state", "active_invocations", "details"]);
-    const details = objectAt(inner.details, "payload.status.details");
-    return construct("payload.status", () =>
-      new EndpointStatus(
-        {
-          endpointId: envelope.endpointId,
-          state: inner.state,
-          activeInvocations: integerMember(inner, "active_invocations"),
-          details,
-        } as ConstructorParameters<typeof EndpointStatus>[0],
-      ));
-  });
+  closedFields(object, "payload", ["status"]);
+  const inner = objectAt(object.status, "payload.status");
+  closedFields(inner, "payload.status", ["state", "active_invocations", "details"]);
+  const details = jsonField(objectAt(inner.details, "payload.status.details"), adopt);
+  return construct("payload.status", () =>
+    new EndpointStatus(
+      {
+        endpointId: envelope.endpointId,
+        state: inner.state,
+        activeInvocations: integerMember(inner, "active_invocations"),
+        details,
+      } as ConstructorParameters<typeof EndpointStatus>[0],
+    ));
 }
 
 /**
@@ -601,31 +634,37 @@ export function endpointRegistryResponseToPayload(response: EndpointRegistryResp
 
 /** Decodes the payload of `endpoint.registry.response`. */
 export function endpointRegistryResponseFromPayload(payload: unknown): EndpointRegistryResponse {
-  const object = rootObject(payload, "payload");
-  return decoding(object, () => {
-    closedFields(
-      object,
-      "payload",
-      ["operation", "status", "registry_revision"],
-      ["lease_ttl_ms", "error"],
-    );
-    for (const field of ["lease_ttl_ms", "error"]) {
-      if (has(object, field) && object[field] === null) {
-        throw invalidPayload("must be omitted rather than null", `payload.${field}`);
-      }
+  return readRegistryResponse(rootObject(payload, "payload"), true);
+}
+
+function readRegistryResponse(
+  object: Record<string, unknown>,
+  adopt: boolean,
+): EndpointRegistryResponse {
+  closedFields(
+    object,
+    "payload",
+    ["operation", "status", "registry_revision"],
+    ["lease_ttl_ms", "error"],
+  );
+  for (const field of ["lease_ttl_ms", "error"]) {
+    if (has(object, field) && object[field] === null) {
+      throw invalidPayload("must be omitted rather than null", `payload.${field}`);
     }
-    const error = has(object, "error") ? readToolError(object.error, "payload.error") : undefined;
-    return construct("payload", () =>
-      new EndpointRegistryResponse(
-        {
-          operation: object.operation,
-          status: object.status,
-          registryRevision: integerMember(object, "registry_revision"),
-          leaseTtlMs: integerMember(object, "lease_ttl_ms"),
-          error,
-        } as ConstructorParameters<typeof EndpointRegistryResponse>[0],
-      ));
-  });
+  }
+  const error = has(object, "error")
+    ? readToolError(object.error, "payload.error", adopt)
+    : undefined;
+  return construct("payload", () =>
+    new EndpointRegistryResponse(
+      {
+        operation: object.operation,
+        status: object.status,
+        registryRevision: integerMember(object, "registry_revision"),
+        leaseTtlMs: integerMember(object, "lease_ttl_ms"),
+        error,
+      } as ConstructorParameters<typeof EndpointRegistryResponse>[0],
+    ));
 }
 
 /**
@@ -658,13 +697,9 @@ export function endpointDescriptorToPayload(descriptor: ToolEndpointDescriptor):
 function unsupportedDescriptorVersion(found: unknown): ToolProtocolError {
   return new ToolProtocolError(
     ToolErrorCodes.UNSUPPORTED_VERSION,
-    `expected '${TOOL_ENDPOINT_PROTOCOL}', found ${pyReprShort(found)}`,
+    `expected '${TOOL_ENDPOINT_PROTOCOL}', found ${pyRepr(found)}`,
     "payload.descriptor.protocol_version",
   );
-}
-
-function pyReprShort(value: unknown): string {
-  return typeof value === "string" ? `'${value}'` : String(value);
 }
 
 const OPERATION_FIELDS = [
@@ -749,22 +784,30 @@ function emptyPayload(payload: JsonObject): void {
   closedFields(payload as Record<string, unknown>, "payload", []);
 }
 
-const VALIDATORS: Readonly<Record<string, (envelope: ToolEnvelope) => unknown>> = {
+/** The envelope's payload, which its constructor checked, as an object. */
+function payloadOf(envelope: ToolEnvelope): Record<string, unknown> {
+  return objectAt(envelope.payload, "payload");
+}
+
+// The typed validation of each message type. The payload was checked when the envelope was built,
+// so the readers adopt its members (`adopt` true): the models they build only validate and are
+// thrown away.
+const VALIDATORS: Readonly<Record<ToolMessageType, (envelope: ToolEnvelope) => unknown>> = {
   "endpoint.register": validateRegistrationEnvelope,
   "endpoint.unregister": (envelope) => emptyPayload(envelope.payload),
-  "endpoint.registry.response": (envelope) => endpointRegistryResponseFromPayload(envelope.payload),
-  "endpoint.status": endpointStatusFromEnvelope,
+  "endpoint.registry.response": (envelope) => readRegistryResponse(payloadOf(envelope), true),
+  "endpoint.status": (envelope) => readEndpointStatus(envelope, true),
   "tool.invoke.request": (envelope) =>
-    readInvokeRequest(envelope, objectAt(envelope.payload, "payload"), false),
-  "tool.invoke.response": (envelope) => invokeResponseFromPayload(envelope.payload),
+    readInvokeRequest(envelope, payloadOf(envelope), true, false),
+  "tool.invoke.response": (envelope) => readInvokeResponse(payloadOf(envelope), true),
   "tool.status.request": (envelope) => emptyPayload(envelope.payload),
-  "tool.status.response": (envelope) => statusResponseFromPayload(envelope.payload),
+  "tool.status.response": (envelope) => readStatusResponse(payloadOf(envelope), true),
   "tool.result.request": (envelope) => emptyPayload(envelope.payload),
-  "tool.result.response": (envelope) => resultResponseFromPayload(envelope.payload),
-  "tool.control.request": (envelope) => controlRequestFromPayload(envelope.payload),
-  "tool.control.response": (envelope) => controlResponseFromPayload(envelope.payload),
-  "tool.event": (envelope) => eventFromPayload(envelope.payload),
-  "tool.error": (envelope) => errorFromPayload(envelope.payload),
+  "tool.result.response": (envelope) => readResultResponse(payloadOf(envelope), true),
+  "tool.control.request": (envelope) => readControlRequest(payloadOf(envelope)),
+  "tool.control.response": (envelope) => readControlResponse(payloadOf(envelope), true),
+  "tool.event": (envelope) => readEvent(payloadOf(envelope), true),
+  "tool.error": (envelope) => readErrorPayload(payloadOf(envelope), true),
 };
 
 /**
@@ -774,6 +817,5 @@ const VALIDATORS: Readonly<Record<string, (envelope: ToolEnvelope) => unknown>> 
  */
 export function validateMessageEnvelope(envelope: ToolEnvelope): void {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  // The payload was checked when the envelope was built: the models built here only validate.
-  withAdoptedJson(() => VALIDATORS[envelope.messageType](envelope));
+  VALIDATORS[envelope.messageType](envelope);
 }

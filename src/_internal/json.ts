@@ -1,11 +1,11 @@
 /**
- * JSON value types, the bounded JSON copy shared by the models and the Wire, and the string
- * checks (blank, lone surrogate) every identifier goes through.
+ * JSON value types, the bounded JSON copy shared by the models and the Wire, code point key
+ * order, and structural equality.
  *
  * @module
  */
-import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "./constants.ts";
-import { ToolErrorCodes, ToolProtocolError } from "./errors.ts";
+import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
+import { hasLoneSurrogate } from "./text.ts";
 
 /** A JSON scalar. */
 export type JsonPrimitive = null | boolean | number | string;
@@ -18,42 +18,6 @@ export interface JsonObject {
 }
 /** Any JSON value. */
 export type JsonValue = JsonPrimitive | JsonArray | JsonObject;
-
-// The whitespace set of the reference's blank check (Python's str.strip() set without
-// U+001C..U+001F): a string made only of these is blank.
-const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
-// Python's str.isspace() set, used by the handler's endpoint_instance_id check.
-const PY_SPACE =
-  // deno-lint-ignore no-control-regex -- U+001C..U+001F are whitespace to Python.
-  /^[\t\n\v\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** True when `value` is empty or made only of whitespace (the reference's blank set). */
-export function isBlank(value: string): boolean {
-  // Fast exit: a first character that is visible ASCII cannot start a blank string.
-  const c = value.charCodeAt(0);
-  if (c > 0x20 && c < 0x7f) return false;
-  return BLANK.test(value);
-}
-
-/**
- * True when `value` cannot name an endpoint instance: empty, or only Python `str.isspace()`
- * whitespace (the reference handler's rule, stricter than {@linkcode isBlank} by U+001C..U+001F).
- * U+FEFF is not whitespace here, unlike in `String.prototype.trim()`.
- */
-export function isBlankInstanceId(value: string): boolean {
-  return value === "" || PY_SPACE.test(value);
-}
-
-/** True when `value` holds an unpaired UTF-16 surrogate (not a Unicode scalar value string). */
-export function hasLoneSurrogate(value: string): boolean {
-  // Fast exit: most strings hold no surrogate code unit at all.
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdfff) return LONE_SURROGATE.test(value);
-  }
-  return false;
-}
 
 /** The failures the bounded copy can report; each style turns them into its own errors. */
 export type JsonFault =
@@ -87,35 +51,6 @@ export const modelFaults: JsonFaultReporter = (fault, path, detail) => {
       return new RangeError(`${path} keys must contain valid Unicode scalar values`);
     case "unsupported":
       return new TypeError(`${path} contains unsupported JSON value: ${detail}`);
-  }
-};
-
-/** Wire style: `ToolProtocolError` `FORGE_PROTOCOL_INVALID_PAYLOAD` at the value's path. */
-export const wireFaults: JsonFaultReporter = (fault, path, detail) => {
-  const code = ToolErrorCodes.INVALID_PAYLOAD;
-  switch (fault) {
-    case "depth":
-      return new ToolProtocolError(code, `JSON nesting exceeds ${MAX_JSON_DEPTH}`, path);
-    case "surrogate":
-      return new ToolProtocolError(code, "must contain only valid Unicode scalar values", path);
-    case "integer":
-      return new ToolProtocolError(
-        code,
-        `integer exceeds interoperable range ±${MAX_SAFE_JSON_INTEGER}`,
-        path,
-      );
-    case "finite":
-      return new ToolProtocolError(code, "floating-point values must be finite", path);
-    case "key-type":
-      return new ToolProtocolError(code, "object keys must be strings", path);
-    case "key-surrogate":
-      return new ToolProtocolError(
-        code,
-        "object keys must contain only valid Unicode scalar values",
-        path,
-      );
-    case "unsupported":
-      return new ToolProtocolError(code, `unsupported JSON value: ${detail}`, path);
   }
 };
 
@@ -203,6 +138,10 @@ export function isArrayIndex(key: string): boolean {
 // `-0.0`). JavaScript holds such a value as the same number as the integer, but the reference
 // keeps it a float, which its integer fields refuse. The strict decoder's exact path records them
 // here, copyJson carries them over to its copies, and the Wire's integer fields ask.
+// Still module state: the marks should travel with the parse result and then the envelope, which
+// needs the strict decoder (src/wire/_json_decode.ts, being edited elsewhere) to return them; until
+// then they stay private to this module, keyed by the decoded objects, and
+// `floatMembersRecorded` only skips the lookup while no decode has recorded any.
 const floatMembers = new WeakMap<object, Set<string>>();
 let floatMembersRecorded = false;
 
@@ -219,12 +158,26 @@ export function isFloatMember(object: object, key: string): boolean {
   return floatMembersRecorded && floatMembers.get(object)?.has(key) === true;
 }
 
+/** Carries the float marks of a decoded object over to its copy. */
+function copyFloatMembers(from: object, to: object): void {
+  if (!floatMembersRecorded) return;
+  const floats = floatMembers.get(from);
+  if (floats !== undefined) floatMembers.set(to, floats);
+}
+
 // Canonical JSON: values copied by copyJson are deeply frozen, their objects hold their keys in
 // code point order, and they passed every interoperable JSON rule. The root of every copy is
 // remembered with its height (the deepest nesting below it) and whether `JSON.stringify` would
 // write it differently from the Wire (a number below 1e-4, or an array-index key, which engines
 // order numerically), packed as `height * 2 + flag`, so a later copy or the encoder can take it as
 // it is wherever it still fits within the depth bound.
+//
+// This WeakMap stays module state on purpose: it is keyed by frozen values only (a canonical value
+// can never change after it is recorded), nothing outside this module writes it, and it memoises
+// the outcome of the copy's own checks, so a copy of a canonical value returns that same value.
+// One difference is not a memo and is kept deliberately: a canonical value may hold an integral
+// number beyond ±(2^53 − 1) that the strict decoder kept from a float token (`1e300`), which the
+// encoder writes as a float where it would refuse the same number in a plain value.
 const canonical = new WeakMap<object, number>();
 
 /**
@@ -242,9 +195,13 @@ export function canonicalNeedsWriter(value: object): boolean {
   return ((canonical.get(value) ?? 1) & 1) === 1;
 }
 
-// The height and writer flag of the value copy() returned last (no pair allocated per node).
-let copiedHeight = 0;
-let copiedFlag = 0;
+/** What one copy call learns about the value it returned, beside the value itself. */
+interface CopyFacts {
+  /** The deepest nesting below the value (0 for a scalar or an empty container). */
+  height: number;
+  /** 1 when `JSON.stringify` would write the value differently from the Wire, else 0. */
+  flag: number;
+}
 
 function copy(
   value: unknown,
@@ -252,10 +209,11 @@ function copy(
   report: JsonFaultReporter,
   depth: number,
   integers: boolean,
+  facts: CopyFacts,
 ): JsonValue {
   if (depth > MAX_JSON_DEPTH) throw report("depth", path, "");
-  copiedHeight = 0;
-  copiedFlag = 0;
+  facts.height = 0;
+  facts.flag = 0;
   switch (typeof value) {
     case "string":
       if (hasLoneSurrogate(value)) throw report("surrogate", path, "");
@@ -268,10 +226,10 @@ function copy(
         if (Math.abs(value) > MAX_SAFE_JSON_INTEGER || (!integers && Object.is(value, -0))) {
           if (integers) throw report("integer", path, "");
           // A float token kept by the decoder (1e300, -0.0): the Wire writes it as a float.
-          copiedFlag = 1;
+          facts.flag = 1;
         }
       } else if (Math.abs(value) < 1e-4) {
-        copiedFlag = 1;
+        facts.flag = 1;
       }
       return value;
     case "bigint":
@@ -283,8 +241,8 @@ function copy(
       if (value === null) return null;
       const known = canonical.get(value);
       if (known !== undefined && depth + (known >> 1) <= MAX_JSON_DEPTH) {
-        copiedHeight = known >> 1;
-        copiedFlag = known & 1;
+        facts.height = known >> 1;
+        facts.flag = known & 1;
         return value as JsonValue;
       }
       let height = 0;
@@ -292,12 +250,12 @@ function copy(
       if (Array.isArray(value)) {
         const out = new Array<JsonValue>(value.length);
         for (let i = 0; i < value.length; i++) {
-          out[i] = copy(value[i], `${path}[${i}]`, report, depth + 1, integers);
-          if (copiedHeight + 1 > height) height = copiedHeight + 1;
-          flag |= copiedFlag;
+          out[i] = copy(value[i], `${path}[${i}]`, report, depth + 1, integers, facts);
+          if (facts.height + 1 > height) height = facts.height + 1;
+          flag |= facts.flag;
         }
-        copiedHeight = height;
-        copiedFlag = flag;
+        facts.height = height;
+        facts.flag = flag;
         return Object.freeze(out);
       }
       let entries: [string, unknown][];
@@ -314,19 +272,16 @@ function copy(
         throw report("unsupported", path, typeName(value));
       }
       const out: Record<string, unknown> = {};
-      if (floatMembersRecorded) {
-        const floats = floatMembers.get(value);
-        if (floats !== undefined) floatMembers.set(out, floats);
-      }
+      copyFloatMembers(value, out);
       for (const [key, item] of entries) {
         if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
         if (isArrayIndex(key)) flag = 1;
-        setOwn(out, key, copy(item, `${path}.${key}`, report, depth + 1, integers));
-        if (copiedHeight + 1 > height) height = copiedHeight + 1;
-        flag |= copiedFlag;
+        setOwn(out, key, copy(item, `${path}.${key}`, report, depth + 1, integers, facts));
+        if (facts.height + 1 > height) height = facts.height + 1;
+        flag |= facts.flag;
       }
-      copiedHeight = height;
-      copiedFlag = flag;
+      facts.height = height;
+      facts.flag = flag;
       return Object.freeze(out) as JsonObject;
     }
     default:
@@ -352,51 +307,55 @@ export function copyJson(
   depth = 0,
   integers = true,
 ): JsonValue {
-  const out = copy(value, path, report, depth, integers);
+  const facts: CopyFacts = { height: 0, flag: 0 };
+  const out = copy(value, path, report, depth, integers, facts);
   if (typeof out === "object" && out !== null && !canonical.has(out)) {
-    canonical.set(out, copiedHeight * 2 + copiedFlag);
+    canonical.set(out, facts.height * 2 + facts.flag);
   }
   return out;
 }
 
 /**
+ * A JSON object the Wire already checked, handed to a model constructor so that the model takes
+ * it as it is instead of copying it (see {@linkcode adoptJsonObject}).
+ */
+class AdoptedJsonObject {
+  readonly value: JsonObject;
+
+  constructor(value: JsonObject) {
+    this.value = value;
+  }
+}
+
+/**
+ * Marks `value` for adoption: passed as a model's JSON field (`details`, `outputs`, `data`,
+ * `metadata`, `arguments`), {@linkcode copyJsonObject} hands it back as it is instead of copying
+ * it. Only for plain objects inside a payload the Wire already checked, when the model built from
+ * them is thrown away after validation or the value is canonical (deeply frozen). The marker is
+ * typed as the object it wraps so that it fits the models' init types; only copyJsonObject opens
+ * it.
+ */
+export function adoptJsonObject(value: Record<string, unknown>): JsonObject {
+  return new AdoptedJsonObject(value as JsonObject) as unknown as JsonObject;
+}
+
+/**
  * Copies a mapping-valued model field (`metadata`, `arguments`, `details`, `outputs`, `data`):
- * `TypeError("<field> must be a mapping")` when it is not one, else {@linkcode copyJson}.
+ * the value itself when it was marked with {@linkcode adoptJsonObject},
+ * `TypeError("<field> must be a mapping")` when it is not a mapping, else {@linkcode copyJson}.
  */
 export function copyJsonObject(
   value: unknown,
   field: string,
   report: JsonFaultReporter = modelFaults,
 ): JsonObject {
+  if (value instanceof AdoptedJsonObject) return value.value;
   if (!isMapping(value)) throw new TypeError(`${field} must be a mapping`);
-  if (adopting && isPlainObject(value)) return value as JsonObject;
   return copyJson(value, field, report) as JsonObject;
 }
 
 /** The frozen empty object used as every defaulted JSON field. */
 export const EMPTY_OBJECT: JsonObject = Object.freeze({});
-
-let adopting = false;
-
-/**
- * Runs `fn` with JSON adoption on: while it runs, {@linkcode copyJsonObject} hands back mappings
- * as they are instead of copying them. Only for values already checked by the Wire (an
- * envelope's payload), when the models built from them are thrown away after validation.
- */
-export function withAdoptedJson<T>(fn: () => T): T {
-  const previous = adopting;
-  adopting = true;
-  try {
-    return fn();
-  } finally {
-    adopting = previous;
-  }
-}
-
-/** @internal True while {@linkcode withAdoptedJson} runs. */
-export function isAdoptingJson(): boolean {
-  return adopting;
-}
 
 /**
  * Structural equality of JSON values and models (same prototype, same own enumerable fields,

@@ -1,11 +1,12 @@
 /**
- * Field checks shared by the models and the Wire's typed validation, which runs some of them
- * without building the models (see `validateMessageEnvelope`).
+ * Field checks shared by the models, the Wire and the carrier: the non-empty string rule, the one
+ * integer-range check (`isIntegerIn`), and the `ToolContext` field checks the Wire's typed
+ * validation runs without building the model (see `validateMessageEnvelope`).
  *
  * @module
  */
-import { MAX_SAFE_JSON_INTEGER } from "./constants.ts";
-import { hasLoneSurrogate, isBlank } from "./_json.ts";
+import { MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
+import { hasLoneSurrogate, isBlank } from "./text.ts";
 
 /** Non-blank string without lone surrogates, else `RangeError` naming the wire field. */
 export function requireNonEmpty(value: unknown, field: string): string {
@@ -18,7 +19,10 @@ export function requireNonEmpty(value: unknown, field: string): string {
   return value;
 }
 
-/** An integral `number` in `[min, 2^53 − 1]` (booleans, bigints and strings are not). */
+/**
+ * An integral `number` in `[min, 2^53 − 1]` (booleans, bigints and strings are not): the one
+ * integer check of the package (`isIntegerIn(value, 1)` is a positive integer).
+ */
 export function isIntegerIn(value: unknown, min: number): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= min &&
     value <= MAX_SAFE_JSON_INTEGER;

@@ -1,0 +1,42 @@
+/**
+ * The string rules every identifier goes through: the two blank sets (the reference's blank
+ * check and the handler's instance-id check) and the lone-surrogate check.
+ *
+ * @module
+ */
+
+// The whitespace set of the reference's blank check (Python's str.strip() set without
+// U+001C..U+001F): a string made only of these is blank.
+const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+// Python's str.isspace() set, used by the handler's endpoint_instance_id check.
+const PY_SPACE =
+  // deno-lint-ignore no-control-regex -- U+001C..U+001F are whitespace to Python.
+  /^[\t\n\v\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** True when `value` is empty or made only of whitespace (the reference's blank set). */
+export function isBlank(value: string): boolean {
+  // Fast exit: a first character that is visible ASCII cannot start a blank string.
+  const c = value.charCodeAt(0);
+  if (c > 0x20 && c < 0x7f) return false;
+  return BLANK.test(value);
+}
+
+/**
+ * True when `value` cannot name an endpoint instance: empty, or only Python `str.isspace()`
+ * whitespace (the reference handler's rule, stricter than {@linkcode isBlank} by U+001C..U+001F).
+ * U+FEFF is not whitespace here, unlike in `String.prototype.trim()`.
+ */
+export function isBlankInstanceId(value: string): boolean {
+  return value === "" || PY_SPACE.test(value);
+}
+
+/** True when `value` holds an unpaired UTF-16 surrogate (not a Unicode scalar value string). */
+export function hasLoneSurrogate(value: string): boolean {
+  // Fast exit: most strings hold no surrogate code unit at all.
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdfff) return LONE_SURROGATE.test(value);
+  }
+  return false;
+}
