@@ -31,6 +31,14 @@ export {
 } from "./src/endpoint/errors.ts";
 export * from "./src/endpoint/models.ts";
 export type * from "./src/endpoint/spi.ts";
+// --- provider: logger (issue 12) ---
+export {
+  consoleLogger,
+  type ToolLogger,
+  type ToolLogLevel,
+  type ToolLogRecord,
+} from "./src/endpoint/log.ts";
+// --- end provider: logger ---
 export { ToolEnvelope, type ToolEnvelopeInit } from "./src/wire/envelope.ts";
 export {
   type CodecOptions,
