@@ -87,3 +87,39 @@ export {
   type EndpointNodePhase,
   newEndpointInstanceId,
 } from "./src/node/node.ts";
+// --- provider: one-function definitions and argument schemas (issue 12) ---
+export {
+  type ActionDefinitionOptions,
+  type ArgumentSchema,
+  type ArgumentsOf,
+  defineAction,
+  type DefinedHandlerOptions,
+  defineEndpoint,
+  defineQuery,
+  defineSession,
+  type DefinitionOptions,
+  type EndpointDefinitionOptions,
+  type ExecutionCallContext,
+  type ExecutionFunction,
+  type ImplementOptions,
+  type QueryCallContext,
+  type QueryFunction,
+  type SessionDefinitionOptions,
+  type ToolEndpointDefinition,
+  type ToolOperationDefinition,
+  type ToolOutputs,
+} from "./src/provider/define.ts";
+export {
+  type InferSchemaOutput,
+  isStandardSchema,
+  type JsonSchema,
+  jsonSchema,
+  type JsonSchemaType,
+  type JsonSchemaValidator,
+  type StandardSchemaV1,
+  type StandardSchemaV1Issue,
+  type StandardSchemaV1PathSegment,
+  type StandardSchemaV1Props,
+  type StandardSchemaV1Result,
+} from "./src/provider/schema.ts";
+// --- end provider ---

@@ -596,6 +596,8 @@ export type ToolResultInit =
  * ```
  */
 export class ToolResult {
+  // Nominal typing: a plain object literal is not a ToolResult (type only, no run-time field).
+  declare private readonly _toolResultBrand: never;
   /** The terminal status. */
   readonly status: ToolResultStatus;
   /** The JSON outputs (deeply frozen). */
@@ -662,6 +664,8 @@ export type ToolResultResponseInit =
  * ```
  */
 export class ToolResultResponse {
+  // Nominal typing: a plain object literal is not a ToolResultResponse (type only, no run-time field).
+  declare private readonly _toolResultResponseBrand: never;
   /** Whether the result is pending, available or not found. */
   readonly status: ToolResultResponseStatus;
   /** The result when `available`; `undefined` otherwise. */
@@ -710,6 +714,8 @@ export interface ToolAcceptedInit {
  * ```
  */
 export class ToolAccepted {
+  // Nominal typing: a plain object literal is not a ToolAccepted (type only, no run-time field).
+  declare private readonly _toolAcceptedBrand: never;
   /** Structured JSON details (deeply frozen). */
   readonly details: JsonObject;
 
@@ -760,6 +766,8 @@ export type ToolControlResponseInit =
  * ```
  */
 export class ToolControlResponse {
+  // Nominal typing: a plain object literal is not a ToolControlResponse (type only, no run-time field).
+  declare private readonly _toolControlResponseBrand: never;
   /** The command answered. */
   readonly command: ToolControlCommand;
   /** How the control request was answered. */
@@ -822,6 +830,8 @@ export interface ToolEventInit {
  * ```
  */
 export class ToolEvent {
+  // Nominal typing: a plain object literal is not a ToolEvent (type only, no run-time field).
+  declare private readonly _toolEventBrand: never;
   /** The event type. */
   readonly type: ToolEventType;
   /** The JSON event data (deeply frozen). */
@@ -942,6 +952,8 @@ export type ToolExecutionStatusInit =
  * ```
  */
 export class ToolExecutionStatus {
+  // Nominal typing: a plain object literal is not a ToolExecutionStatus (type only, no run-time field).
+  declare private readonly _toolExecutionStatusBrand: never;
   /** The lifecycle phase. */
   readonly phase: ExecutionPhase;
   /** The error of a `failed` or `unknown` phase; `undefined` otherwise. */
