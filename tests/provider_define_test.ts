@@ -504,3 +504,34 @@ Deno.test("implement() gives a provider usable without defineEndpoint, with its 
   assertEquals(lookup.result?.outputs, { echo: { a: 1 } });
   assertEquals((await other.result(key(), options)).status, "not_found");
 });
+
+Deno.test("a repeated invoke of a key only the handler forgot replays the result without a rerun", async () => {
+  let runs = 0;
+  const { logger } = recorder();
+  const endpoint = defineEndpoint({
+    endpointId: ACTION.endpointId,
+    logger,
+    maxRetainedExecutions: 2,
+    operations: {
+      move: defineAction(() => ({ run: ++runs })),
+      grip: defineAction(() => ({})),
+    },
+  });
+  const handler = endpoint.createHandler({ endpointInstanceId: INSTANCE });
+  const sink = { eventSink: () => {} };
+  const grip = { endpointId: ACTION.endpointId, operation: "grip", arguments: {} };
+  await handler.dispatch(invokeFor(ACTION, { invocationId: "m-1" }), sink);
+  await until(() => handler.state.permitsInUse.move === 0);
+  for (const id of ["g-1", "g-2"]) {
+    await handler.dispatch(invokeFor(grip, { invocationId: id }), sink);
+    await until(() => handler.state.permitsInUse.grip === 0);
+  }
+  // The handler's ledger (bound 2) evicted m-1; the move table still has it.
+  const responses = await handler.dispatch(invokeFor(ACTION, { invocationId: "m-1" }), sink);
+  assertEquals(
+    completedResult(responses[0]),
+    new ToolResult({ status: "succeeded", outputs: { run: 1 } }),
+  );
+  assertEquals(responses.slice(1).map((e) => eventOf(e).type), ["executor_completed"]);
+  assertEquals(runs, 1);
+});

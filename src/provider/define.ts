@@ -42,7 +42,9 @@
  * `status` with a `tool.error` `FORGE_ENDPOINT_EXECUTION_NOT_FOUND` (not retryable), `result`
  * with `not_found`, `cancel`/`stop` with `rejected` and the same error. The handler keeps its own
  * copy of every terminal result it observed while its ledger retains the record, so a caller
- * sees `not_found` only after both forgot it; a repeated invoke of a forgotten key runs again.
+ * sees `not_found` only after both forgot it; a repeated invoke of a key both forgot runs the
+ * function again. A repeated invoke of a key only the handler forgot replays the retained result
+ * (the invoke answers with it, followed by its terminal event) without running the function.
  *
  * @module
  */
@@ -651,14 +653,21 @@ function implementExecution<A>(
     context: ToolContext,
     events: ToolEventEmitter,
     outer: AbortSignal,
-  ): ToolAccepted => {
+  ): ToolAccepted | Promise<ToolAccepted> => {
     const keyId = context.executionKey.id;
     const existing = table.get(keyId);
+    if (existing?.result !== undefined) {
+      // The handler forgot this finished execution and this table did not: replay its result.
+      // The terminal event is established before start() returns, so the invoke answers with
+      // the result itself (the handler's rule for a result established during start()).
+      return new ExecutionCall(existing, request, context, events, logger)
+        .terminal(existing.result).then(() => ACCEPTED);
+    }
     if (existing !== undefined) {
       throw new ToolEndpointError(
         new ToolError({
           code: ToolErrorCodes.EXECUTION_CONFLICT,
-          message: "an execution with this key was already started here",
+          message: "an execution with this key is already running here",
           retryable: false,
         }),
       );
