@@ -130,7 +130,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
       }
       if (this.#sink === undefined) {
         throw new Error(
-          "Tool endpoint emitted after acceptance without an asynchronous event sink",
+          "Tool endpoint emitted after acceptance without an asynchronous event sink: pass { eventSink } to dispatch()",
         );
       }
       await this.#sink(envelope);

@@ -38,7 +38,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
-import { checkToolContextFields } from "../endpoint/_fields.ts";
+import { checkToolContextFields, wireMessageOf } from "../endpoint/_fields.ts";
 import { compareCodePoints } from "./_json_encode.ts";
 import { ToolEnvelope } from "./envelope.ts";
 
@@ -135,7 +135,7 @@ function construct<T>(path: string, build: () => T): T {
 /** A model's `TypeError`/`RangeError` as `INVALID_PAYLOAD` at `path`; anything else as it is. */
 function modelError(error: unknown, path: string): unknown {
   return error instanceof TypeError || error instanceof RangeError
-    ? invalidPayload(error.message, path)
+    ? invalidPayload(wireMessageOf(error), path)
     : error;
 }
 
