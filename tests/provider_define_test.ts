@@ -535,3 +535,19 @@ Deno.test("a repeated invoke of a key only the handler forgot replays the result
   assertEquals(responses.slice(1).map((e) => eventOf(e).type), ["executor_completed"]);
   assertEquals(runs, 1);
 });
+
+Deno.test("idle() waits for the background functions that close() only aborts", async () => {
+  const { endpoint, dispatch, handler } = serve(
+    ACTION,
+    defineAction(async (_args, { signal }) => {
+      await new Promise((resolve) => signal.addEventListener("abort", resolve));
+      await new Promise((resolve) => setTimeout(resolve, 20)); // cleaning up after the abort
+      return { parked: true };
+    }),
+  );
+  acceptedOutcome((await dispatch(invokeFor(ACTION)))[0]);
+  await handler.close({ graceMs: 1000 });
+  await endpoint.idle();
+  const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
+  assertEquals(lookup.result, new ToolResult({ status: "succeeded", outputs: { parked: true } }));
+});

@@ -29,6 +29,8 @@
  *   A Query answers the same results (without the cancel and stop rows). Every failed or unknown
  *   outcome is logged through the {@linkcode ToolLogger} with the execution key; an internal
  *   failure's cause is logged, never sent (its message is a fixed, safe text).
+ * - The handler's `close()` aborts the functions' signals but does not wait for them (they are
+ *   not provider calls); {@linkcode ToolEndpointDefinition.idle} does.
  * - Then the terminal event (`executor_completed`, `executor_failed`, `cancelled`, `stopped`;
  *   none for `unknown`) is emitted; the result is recorded first, so the handler's terminal
  *   barrier holds. A failure to emit is logged, never thrown into the function.
@@ -184,6 +186,12 @@ export interface ImplementOptions {
    * @default {1024}
    */
   readonly maxRetainedExecutions?: number;
+  /**
+   * Receives the background work of each Action or Session execution as it starts (the function,
+   * then its terminal event); the promise never rejects. The handler's `close()` aborts the
+   * functions' signals but does not wait for this work: collect it to wait at shutdown.
+   */
+  readonly track?: (work: Promise<void>) => void;
 }
 
 /** A Query, Action or Session definition: an operation without a name yet. */
@@ -584,8 +592,13 @@ function implementOptions(options: ImplementOptions) {
   if (typeof logger !== "function") {
     throw optionError("implement an operation", "logger", "must be a function", logger);
   }
+  const track = options.track;
+  if (track !== undefined && typeof track !== "function") {
+    throw optionError("implement an operation", "track", "must be a function", track);
+  }
   return {
     logger,
+    track,
     maxRetained: positiveInteger(
       options.maxRetainedExecutions,
       1024,
@@ -636,7 +649,7 @@ function implementExecution<A>(
   validate: Validate<A>,
   options: ImplementOptions,
 ): ActionToolEndpoint & SessionToolEndpoint {
-  const { logger, maxRetained } = implementOptions(options);
+  const { logger, maxRetained, track } = implementOptions(options);
   const table = new ExecutionTable(maxRetained);
   const command = settings.semantics === "action" ? "cancel" : "stop";
   const stopStatus = settings.semantics === "action" ? "cancelled" : "stopped";
@@ -709,7 +722,18 @@ function implementExecution<A>(
     } catch (error) {
       running = Promise.reject(error);
     }
-    running.then((value) => finish(true, value), (error) => finish(false, error));
+    const work = running
+      .then((value) => finish(true, value), (error) => finish(false, error))
+      .catch((error) =>
+        report(logger, {
+          level: "error",
+          event: "provider.internal",
+          message: "recording the outcome of an execution failed",
+          ...keyFields(context),
+          error,
+        })
+      );
+    track?.(work);
     return ACCEPTED;
   };
 
@@ -921,6 +945,12 @@ export interface ToolEndpointDefinition {
   readonly operations: Readonly<Record<string, ToolEndpointImplementation>>;
   /** A handler serving these providers, with the definition's `maxRetainedExecutions`. */
   createHandler(options: DefinedHandlerOptions): ToolEndpointHandler;
+  /**
+   * Resolves once every Action and Session function started so far has settled and its terminal
+   * event was emitted or refused. `handler.close()` aborts their signals without waiting for them:
+   * await `idle()` after it for a complete shutdown.
+   */
+  idle(): Promise<void>;
 }
 
 /**
@@ -960,6 +990,11 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
     "maxRetainedExecutions",
   );
   const logger = options.logger ?? consoleLogger;
+  const running = new Set<Promise<void>>();
+  const track = (work: Promise<void>) => {
+    running.add(work);
+    work.then(() => running.delete(work));
+  };
   const descriptors: ToolOperationDescriptor[] = [];
   const operations: Record<string, ToolEndpointImplementation> = {};
   for (const [name, definition] of Object.entries(definitions)) {
@@ -982,6 +1017,7 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
       endpointId: options.endpointId,
       logger,
       maxRetainedExecutions: maxRetained,
+      track,
     });
   }
   const descriptor = new ToolEndpointDescriptor({
@@ -993,6 +1029,9 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
   return Object.freeze({
     descriptor,
     operations,
+    async idle(): Promise<void> {
+      while (running.size > 0) await Promise.all([...running]);
+    },
     createHandler(handlerOptions: DefinedHandlerOptions): ToolEndpointHandler {
       return new ToolEndpointHandler(descriptor, {
         ...handlerOptions,
