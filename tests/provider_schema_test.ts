@@ -233,3 +233,29 @@ Deno.test("a definition's arguments option must be a schema", () => {
     `Cannot define a query as 'arguments' must be a Standard Schema or a JSON Schema: current value is "object"`,
   );
 });
+
+Deno.test("a validator answering a malformed result, or unrepresentable issues, never crashes the dispatch", async () => {
+  const shapes: unknown[] = [undefined, 42, { issues: "bad" }];
+  for (const shape of shapes) {
+    const schema: StandardSchemaV1 = {
+      "~standard": { version: 1, vendor: "test", validate: () => shape as never },
+    };
+    const { first, records } = serve(QUERY, defineQuery({ arguments: schema }, () => ({})));
+    const error = rejectedError(await first(invokeFor(QUERY)));
+    assertEquals(error.code, "FORGE_ENDPOINT_INTERNAL");
+    assertEquals(records.map((r) => r.event), ["arguments.validator_failed"]);
+  }
+  const lone: StandardSchemaV1 = {
+    "~standard": {
+      version: 1,
+      vendor: "test",
+      validate: () => ({ issues: [{ message: "bad \ud800", path: ["x"] }] }),
+    },
+  };
+  const { first } = serve(ACTION, defineAction({ arguments: lone }, () => ({})));
+  const error = rejectedError(await first(invokeFor(ACTION)));
+  assertEquals([error.code, error.message], [
+    "FORGE_ENDPOINT_INVALID_ARGUMENTS",
+    "arguments are invalid (1 issue)",
+  ]);
+});

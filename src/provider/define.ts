@@ -310,21 +310,33 @@ function issuePath(issue: StandardSchemaV1Issue): (string | number)[] {
 }
 
 function invalidArguments(issues: ReadonlyArray<StandardSchemaV1Issue>): ToolEndpointError {
-  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((issue) => ({
-    path: issuePath(issue),
-    message: String(issue.message),
-  }));
-  const first = listed[0];
-  const where = first === undefined || first.path.length === 0 ? "" : `${first.path.join(".")}: `;
   const count = issues.length === 1 ? "1 issue" : `${issues.length} issues`;
-  return new ToolEndpointError(
-    new ToolError({
-      code: ToolErrorCodes.ENDPOINT_INVALID_ARGUMENTS,
-      message: `arguments are invalid (${count}): ${where}${first?.message ?? "rejected"}`,
-      retryable: false,
-      details: { issues: listed },
-    }),
-  );
+  try {
+    const listed = issues.slice(0, MAX_LISTED_ISSUES).map((issue) => ({
+      path: issuePath(issue),
+      message: String(issue.message),
+    }));
+    const first = listed[0];
+    const where = first === undefined || first.path.length === 0 ? "" : `${first.path.join(".")}: `;
+    return new ToolEndpointError(
+      new ToolError({
+        code: ToolErrorCodes.ENDPOINT_INVALID_ARGUMENTS,
+        message: `arguments are invalid (${count}): ${where}${first?.message ?? "rejected"}`,
+        retryable: false,
+        details: { issues: listed },
+      }),
+    );
+  } catch {
+    // An issue that is not representable as JSON text (a lone surrogate, a throwing toString)
+    // still rejects the arguments, without the list.
+    return new ToolEndpointError(
+      new ToolError({
+        code: ToolErrorCodes.ENDPOINT_INVALID_ARGUMENTS,
+        message: `arguments are invalid (${count})`,
+        retryable: false,
+      }),
+    );
+  }
 }
 
 /**
@@ -357,8 +369,22 @@ function validatorOf<A>(schema: ArgumentSchema | undefined, what: string): Valid
     throw new ToolEndpointError(VALIDATOR_ERROR);
   };
   const settle = (result: StandardSchemaV1Result<unknown>): A => {
-    if (result.issues !== undefined) throw invalidArguments(result.issues);
-    return result.value as A;
+    if (typeof result !== "object" || result === null) {
+      throw new TypeError(`a Standard Schema validate() returned ${String(result)}`);
+    }
+    if (result.issues === undefined) return result.value as A;
+    if (!Array.isArray(result.issues)) {
+      throw new TypeError("a Standard Schema validate() returned issues that are not an array");
+    }
+    throw invalidArguments(result.issues);
+  };
+  const checked = (context: ToolContext, logger: ToolLogger, result: unknown): A => {
+    try {
+      return settle(result as StandardSchemaV1Result<unknown>);
+    } catch (error) {
+      if (error instanceof ToolEndpointError) throw error;
+      return failed(context, logger, error);
+    }
   };
   return (request, context, logger) => {
     let result: ReturnType<typeof validate>;
@@ -368,9 +394,12 @@ function validatorOf<A>(schema: ArgumentSchema | undefined, what: string): Valid
       return failed(context, logger, error);
     }
     if (result instanceof Promise) {
-      return result.then(settle, (error) => failed(context, logger, error));
+      return result.then(
+        (value) => checked(context, logger, value),
+        (error) => failed(context, logger, error),
+      );
     }
-    return settle(result);
+    return checked(context, logger, result);
   };
 }
 
