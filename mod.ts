@@ -32,6 +32,14 @@ export {
 } from "./src/endpoint/errors.ts";
 export * from "./src/endpoint/models.ts";
 export type * from "./src/endpoint/spi.ts";
+// --- provider: logger (issue 12) ---
+export {
+  consoleLogger,
+  type ToolLogger,
+  type ToolLogLevel,
+  type ToolLogRecord,
+} from "./src/endpoint/log.ts";
+// --- end provider: logger ---
 export { ToolEnvelope, type ToolEnvelopeInit } from "./src/wire/envelope.ts";
 export {
   type CodecOptions,
@@ -105,3 +113,39 @@ export {
   type ToolClientExchange,
   type ToolClientOutcome,
 } from "./src/client/errors.ts";
+
+// --- Provider definitions: one-function Query/Action/Session, argument schemas ------------
+export {
+  type ActionDefinitionOptions,
+  type ArgumentSchema,
+  type ArgumentsOf,
+  defineAction,
+  type DefinedHandlerOptions,
+  defineEndpoint,
+  defineQuery,
+  defineSession,
+  type DefinitionOptions,
+  type EndpointDefinitionOptions,
+  type ExecutionCallContext,
+  type ExecutionFunction,
+  type ImplementOptions,
+  type QueryCallContext,
+  type QueryFunction,
+  type SessionDefinitionOptions,
+  type ToolEndpointDefinition,
+  type ToolOperationDefinition,
+  type ToolOutputs,
+} from "./src/provider/define.ts";
+export {
+  type InferSchemaOutput,
+  isStandardSchema,
+  type JsonSchema,
+  jsonSchema,
+  type JsonSchemaType,
+  type JsonSchemaValidator,
+  type StandardSchemaV1,
+  type StandardSchemaV1Issue,
+  type StandardSchemaV1PathSegment,
+  type StandardSchemaV1Props,
+  type StandardSchemaV1Result,
+} from "./src/provider/schema.ts";

@@ -1,10 +1,14 @@
 /**
  * The execution ledger: Action invoke + status + result round trips through `dispatch` for
  * distinct keys (churning the ledger past its bound), duplicate-invoke replay, and Query invokes,
- * each beside a baseline measured in the same run (the same round trip against a bare `Map`).
+ * each beside a baseline measured in the same run (the same round trip against a bare `Map`), and
+ * the provider definitions' Action round trip beside a hand-written SPI provider doing the same.
  * Before the benches it prints the heap after 10,000 and after 1,000,000 distinct keys.
  */
 import {
+  type ActionToolEndpoint,
+  defineAction,
+  defineEndpoint,
   makeInvokeRequestEnvelope,
   makeResultRequestEnvelope,
   makeStatusRequestEnvelope,
@@ -15,6 +19,7 @@ import {
   ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEnvelope,
+  ToolEvent,
   ToolExecutionKey,
   ToolExecutionStatus,
   ToolOperationDescriptor,
@@ -167,4 +172,97 @@ Deno.bench({
   fn: async () => {
     await queryTarget.dispatch(query);
   },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Provider definitions: the helper-based Action round trip (invoke + status + result, the
+// function returning at once, its terminal event published through a sink) against the same
+// round trip over a hand-written SPI provider that does the same work: a bounded table, the
+// result recorded, then the executor_completed event emitted.
+
+/** The hand-written SPI provider: what `defineAction(() => ({ ok: true }))` does, by hand. */
+function handWrittenMove(): ActionToolEndpoint {
+  const table = new Map<string, { status: ToolExecutionStatus; result?: ToolResultResponse }>();
+  const running = new ToolExecutionStatus({ phase: "running" });
+  const accepted = new ToolAccepted();
+  const pending = new ToolResultResponse({ status: "pending" });
+  const notFound = new ToolResultResponse({ status: "not_found" });
+  const completedEvent = new ToolEvent({ type: "executor_completed" });
+  return {
+    start(_request, context, events) {
+      const id = context.executionKey.id;
+      const entry: { status: ToolExecutionStatus; result?: ToolResultResponse } = {
+        status: running,
+      };
+      table.set(id, entry);
+      if (table.size > 1024) table.delete(table.keys().next().value!);
+      void Promise.resolve().then(async () => {
+        const result = new ToolResult({ status: "succeeded", outputs: { ok: true } });
+        entry.result = new ToolResultResponse({ status: "available", result });
+        entry.status = new ToolExecutionStatus({ phase: "completed" });
+        await events.emit(completedEvent).catch(() => {});
+      });
+      return accepted;
+    },
+    cancel: () => new ToolControlResponse({ command: "cancel", status: "unsupported" }),
+    status: (key) => table.get(key.id)?.status ?? running,
+    result: (key) => {
+      const entry = table.get(key.id);
+      return entry === undefined ? notFound : entry.result ?? pending;
+    },
+  };
+}
+
+function moveDescriptor(): ToolEndpointDescriptor {
+  return new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId: "motion.arm",
+    operations: [
+      new ToolOperationDescriptor({
+        name: "move",
+        semantics: "action",
+        cancellable: true,
+        statusSupported: true,
+        maxConcurrency: 64,
+      }),
+    ],
+  });
+}
+
+const sink = { eventSink: () => {} };
+const handTarget = new ToolEndpointHandler(moveDescriptor(), {
+  endpointInstanceId: "instance-1",
+  operations: { move: handWrittenMove() },
+});
+const helperTarget = defineEndpoint({
+  endpointId: "motion.arm",
+  operations: { move: defineAction({ maxConcurrency: 64 }, () => ({ ok: true })) },
+}).createHandler({ endpointInstanceId: "instance-1" });
+
+// Status and result may find the work still running (running / pending) or finished; the
+// background work of one iteration completes during the next ones, so its cost is counted.
+async function settledRoundTrip(target: ToolEndpointHandler, batch: ToolEnvelope[]) {
+  await target.dispatch(batch[0], sink);
+  await target.dispatch(batch[1], sink);
+  await target.dispatch(batch[2], sink);
+}
+
+let handNext = 0;
+let helperNext = 0;
+// Warm both paths up alternately (JIT, full ledgers and tables), so neither case pays for the
+// warmup of code they share; deno bench measures the first case of a group first otherwise.
+for (let i = 0; i < 8192; i++) {
+  await settledRoundTrip(handTarget, pool[handNext++ % POOL]);
+  await settledRoundTrip(helperTarget, pool[helperNext++ % POOL]);
+}
+Deno.bench({
+  name: "hand-written SPI provider: invoke + status + result (baseline)",
+  group: "provider definitions",
+  baseline: true,
+  fn: () => settledRoundTrip(handTarget, pool[handNext++ % POOL]),
+});
+Deno.bench({
+  name: "defineAction provider: invoke + status + result",
+  group: "provider definitions",
+  fn: () => settledRoundTrip(helperTarget, pool[helperNext++ % POOL]),
 });

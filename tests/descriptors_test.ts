@@ -193,7 +193,7 @@ Deno.test("operation descriptor defaults and every capability combination the ma
   assertEquals(explicit, query);
 });
 
-Deno.test("operation descriptor messages are the reference's, verbatim", async (t) => {
+Deno.test("operation descriptor messages are the reference's, the TypeScript field named first", async (t) => {
   const cases: [string, () => unknown, typeof RangeError | typeof TypeError, string][] = [
     [
       "blank name",
@@ -253,7 +253,7 @@ Deno.test("operation descriptor messages are the reference's, verbatim", async (
           statusSupported: null as never,
         }),
       TypeError,
-      "status_supported must be a bool",
+      "statusSupported (status_supported) must be a bool",
     ],
     [
       "query with control",
@@ -310,7 +310,7 @@ Deno.test("operation descriptor messages are the reference's, verbatim", async (
 });
 
 Deno.test("max_concurrency accepts only integral numbers in [1, 2^53 - 1]", async (t) => {
-  const message = "max_concurrency must be in [1, 9007199254740991]";
+  const message = "maxConcurrency (max_concurrency) must be in [1, 9007199254740991]";
   const rejected: unknown[] = [0, -1, MAX + 1, 1.5, Number.NaN, Infinity, true, "2", 2n, null];
   for (const maxConcurrency of rejected) {
     await t.step(`rejects ${typeof maxConcurrency} ${String(maxConcurrency)}`, () => {
@@ -377,7 +377,7 @@ Deno.test("operation descriptor checks run in the reference order", async (t) =>
           statusSupported: "yes" as never,
         }),
       TypeError,
-      "status_supported must be a bool",
+      "statusSupported (status_supported) must be a bool",
     ],
     [
       "action: stoppable before status",
@@ -415,7 +415,7 @@ Deno.test("endpoint descriptor messages and check order", async (t) => {
           operations: [detect],
         }),
       RangeError,
-      "protocol_version must be a non-empty string",
+      "protocolVersion (protocol_version) must be a non-empty string",
     ],
     [
       "blank endpoint_id",
@@ -426,7 +426,7 @@ Deno.test("endpoint descriptor messages and check order", async (t) => {
           operations: [detect],
         }),
       RangeError,
-      "endpoint_id must be a non-empty string",
+      "endpointId (endpoint_id) must be a non-empty string",
     ],
     [
       "lone surrogate endpoint_id",
@@ -437,7 +437,7 @@ Deno.test("endpoint descriptor messages and check order", async (t) => {
           operations: [detect],
         }),
       RangeError,
-      "endpoint_id must contain valid Unicode scalar values",
+      "endpointId (endpoint_id) must contain valid Unicode scalar values",
     ],
     [
       "empty operations",
@@ -494,7 +494,7 @@ Deno.test("endpoint descriptor messages and check order", async (t) => {
       "protocol_version before endpoint_id",
       () => new ToolEndpointDescriptor({ protocolVersion: "", endpointId: "", operations: [] }),
       RangeError,
-      "protocol_version must be a non-empty string",
+      "protocolVersion (protocol_version) must be a non-empty string",
     ],
     [
       "endpoint_id before operations",
@@ -505,7 +505,7 @@ Deno.test("endpoint descriptor messages and check order", async (t) => {
           operations: [],
         }),
       RangeError,
-      "endpoint_id must be a non-empty string",
+      "endpointId (endpoint_id) must be a non-empty string",
     ],
     [
       "element types before uniqueness",

@@ -880,7 +880,7 @@ test("an emit after acceptance without a sink rejects with an Error", async () =
   assert(!(error instanceof ToolProtocolError));
   assertStrictEquals(
     error.message,
-    "Tool endpoint emitted after acceptance without an asynchronous event sink",
+    "Tool endpoint emitted after acceptance without an asynchronous event sink: pass { eventSink } to dispatch()",
   );
 });
 

@@ -463,51 +463,51 @@ Deno.test("failed and unknown execution status require structured error", () => 
 
 const ERROR = new ToolError({ code: "E", message: "m" });
 
-Deno.test("every validation rule has the reference message, verbatim", async (t) => {
+Deno.test("every validation rule has the reference message, the TypeScript field named first", async (t) => {
   const cases: [string, () => unknown, ErrorClass, string][] = [
     // ToolExecutionKey
     [
       "blank invocation_id",
       () => new ToolExecutionKey({ invocationId: " ", attemptId: "a" }),
       RangeError,
-      "invocation_id must be a non-empty string",
+      "invocationId (invocation_id) must be a non-empty string",
     ],
     [
       "non-string attempt_id",
       () => new ToolExecutionKey({ invocationId: "i", attemptId: 1 as never }),
       RangeError,
-      "attempt_id must be a non-empty string",
+      "attemptId (attempt_id) must be a non-empty string",
     ],
     [
       "lone surrogate attempt_id",
       () => new ToolExecutionKey({ invocationId: "i", attemptId: "a\udc00" }),
       RangeError,
-      "attempt_id must contain valid Unicode scalar values",
+      "attemptId (attempt_id) must contain valid Unicode scalar values",
     ],
     // ToolContext
     [
       "execution_key type",
       () => new ToolContext({ ...contextValues(), executionKey: { ...key() } as never }),
       TypeError,
-      "execution_key must be a ToolExecutionKey",
+      "executionKey (execution_key) must be a ToolExecutionKey",
     ],
     [
       "tool_id",
       () => new ToolContext({ ...contextValues(), toolId: "" }),
       RangeError,
-      "tool_id must be a non-empty string",
+      "toolId (tool_id) must be a non-empty string",
     ],
     [
       "implementation_id",
       () => new ToolContext({ ...contextValues(), implementationId: "\n" }),
       RangeError,
-      "implementation_id must be a non-empty string",
+      "implementationId (implementation_id) must be a non-empty string",
     ],
     [
       "endpoint_id",
       () => new ToolContext({ ...contextValues(), endpointId: undefined as never }),
       RangeError,
-      "endpoint_id must be a non-empty string",
+      "endpointId (endpoint_id) must be a non-empty string",
     ],
     [
       "operation",
@@ -519,13 +519,13 @@ Deno.test("every validation rule has the reference message, verbatim", async (t)
       "caller_id",
       () => new ToolContext({ ...contextValues(), callerId: "" }),
       RangeError,
-      "caller_id must be a non-empty string",
+      "callerId (caller_id) must be a non-empty string",
     ],
     [
       "deadline_ms negative",
       () => new ToolContext({ ...contextValues(), deadlineMs: -1 }),
       RangeError,
-      "deadline_ms must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
+      "deadlineMs (deadline_ms) must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
     ],
     [
       "metadata not a mapping",
@@ -720,7 +720,7 @@ Deno.test("every validation rule has the reference message, verbatim", async (t)
       "status endpoint_id",
       () => new EndpointStatus({ endpointId: "\u00a0", state: "ready" }),
       RangeError,
-      "endpoint_id must be a non-empty string",
+      "endpointId (endpoint_id) must be a non-empty string",
     ],
     [
       "endpoint state",
@@ -732,7 +732,7 @@ Deno.test("every validation rule has the reference message, verbatim", async (t)
       "active_invocations",
       () => new EndpointStatus({ endpointId: "e", state: "busy", activeInvocations: 0.5 }),
       RangeError,
-      "active_invocations must be in [0, 9007199254740991]",
+      "activeInvocations (active_invocations) must be in [0, 9007199254740991]",
     ],
     [
       "endpoint status details",
@@ -810,13 +810,13 @@ Deno.test("every validation rule has the reference message, verbatim", async (t)
           leaseTtlMs: 1,
         }),
       RangeError,
-      "registry_revision must be in [0, 9007199254740991]",
+      "registryRevision (registry_revision) must be in [0, 9007199254740991]",
     ],
     [
       "registry_revision missing",
       () => new EndpointRegistryResponse({ operation: "unregister", status: "accepted" } as never),
       RangeError,
-      "registry_revision must be in [0, 9007199254740991]",
+      "registryRevision (registry_revision) must be in [0, 9007199254740991]",
     ],
     [
       "lease_ttl_ms",
@@ -828,7 +828,7 @@ Deno.test("every validation rule has the reference message, verbatim", async (t)
           leaseTtlMs: 0,
         }),
       RangeError,
-      "lease_ttl_ms must be in [1, 9007199254740991] when provided",
+      "leaseTtlMs (lease_ttl_ms) must be in [1, 9007199254740991] when provided",
     ],
     [
       "registry error type",
@@ -963,31 +963,31 @@ Deno.test("validation runs in the reference order when two rules fail", async (t
       "key: invocation_id before attempt_id",
       () => new ToolExecutionKey({ invocationId: "", attemptId: "" }),
       RangeError,
-      "invocation_id must be a non-empty string",
+      "invocationId (invocation_id) must be a non-empty string",
     ],
     [
       "key: blank before lone surrogate",
       () => new ToolExecutionKey({ invocationId: "i", attemptId: 5 as never }),
       RangeError,
-      "attempt_id must be a non-empty string",
+      "attemptId (attempt_id) must be a non-empty string",
     ],
     [
       "context: execution_key before tool_id",
       () => new ToolContext({ ...contextValues(), executionKey: null as never, toolId: "" }),
       TypeError,
-      "execution_key must be a ToolExecutionKey",
+      "executionKey (execution_key) must be a ToolExecutionKey",
     ],
     [
       "context: tool_id before implementation_id",
       () => new ToolContext({ ...contextValues(), toolId: "", implementationId: "" }),
       RangeError,
-      "tool_id must be a non-empty string",
+      "toolId (tool_id) must be a non-empty string",
     ],
     [
       "context: endpoint_id before operation",
       () => new ToolContext({ ...contextValues(), endpointId: "", operation: "" }),
       RangeError,
-      "endpoint_id must be a non-empty string",
+      "endpointId (endpoint_id) must be a non-empty string",
     ],
     [
       "context: operation before caller_id",
@@ -999,13 +999,13 @@ Deno.test("validation runs in the reference order when two rules fail", async (t
       "context: caller_id before deadline_ms",
       () => new ToolContext({ ...contextValues(), callerId: " ", deadlineMs: -1 }),
       RangeError,
-      "caller_id must be a non-empty string",
+      "callerId (caller_id) must be a non-empty string",
     ],
     [
       "context: deadline_ms before metadata",
       () => new ToolContext({ ...contextValues(), deadlineMs: 1.5, metadata: 1 as never }),
       RangeError,
-      "deadline_ms must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
+      "deadlineMs (deadline_ms) must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
     ],
     [
       "error: code before message",
@@ -1101,7 +1101,7 @@ Deno.test("validation runs in the reference order when two rules fail", async (t
       "endpoint status: endpoint_id before state",
       () => new EndpointStatus({ endpointId: "", state: "x" } as never),
       RangeError,
-      "endpoint_id must be a non-empty string",
+      "endpointId (endpoint_id) must be a non-empty string",
     ],
     [
       "endpoint status: state before active_invocations",
@@ -1119,7 +1119,7 @@ Deno.test("validation runs in the reference order when two rules fail", async (t
           details: 1 as never,
         }),
       RangeError,
-      "active_invocations must be in [0, 9007199254740991]",
+      "activeInvocations (active_invocations) must be in [0, 9007199254740991]",
     ],
     [
       "execution status: phase before error",
@@ -1171,7 +1171,7 @@ Deno.test("validation runs in the reference order when two rules fail", async (t
           leaseTtlMs: 0,
         }),
       RangeError,
-      "registry_revision must be in [0, 9007199254740991]",
+      "registryRevision (registry_revision) must be in [0, 9007199254740991]",
     ],
     [
       "registry: lease range before error type",
@@ -1184,7 +1184,7 @@ Deno.test("validation runs in the reference order when two rules fail", async (t
           error: 1 as never,
         }),
       RangeError,
-      "lease_ttl_ms must be in [1, 9007199254740991] when provided",
+      "leaseTtlMs (lease_ttl_ms) must be in [1, 9007199254740991] when provided",
     ],
     [
       "registry: error type before the status rules",
@@ -1263,13 +1263,13 @@ Deno.test("null is a value, not an absent optional field", async (t) => {
       "caller_id null",
       () => new ToolContext({ ...contextValues(), callerId: null as never }),
       RangeError,
-      "caller_id must be a non-empty string",
+      "callerId (caller_id) must be a non-empty string",
     ],
     [
       "deadline_ms null",
       () => new ToolContext({ ...contextValues(), deadlineMs: null as never }),
       RangeError,
-      "deadline_ms must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
+      "deadlineMs (deadline_ms) must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
     ],
     [
       "metadata null",
@@ -1305,7 +1305,7 @@ Deno.test("null is a value, not an absent optional field", async (t) => {
           leaseTtlMs: null as never,
         }),
       RangeError,
-      "lease_ttl_ms must be in [1, 9007199254740991] when provided",
+      "leaseTtlMs (lease_ttl_ms) must be in [1, 9007199254740991] when provided",
     ],
   ];
   for (const [label, fn, errorClass, message] of cases) {
@@ -1319,7 +1319,7 @@ Deno.test("integer fields accept only integral numbers in range", async (t) => {
     [
       "deadline_ms",
       (value) => new ToolContext({ ...contextValues(), deadlineMs: value as number }),
-      "deadline_ms must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
+      "deadlineMs (deadline_ms) must be a non-negative Unix epoch millisecond not greater than 9007199254740991",
     ],
     [
       "active_invocations",
@@ -1329,7 +1329,7 @@ Deno.test("integer fields accept only integral numbers in range", async (t) => {
           state: "ready",
           activeInvocations: value as number,
         }),
-      "active_invocations must be in [0, 9007199254740991]",
+      "activeInvocations (active_invocations) must be in [0, 9007199254740991]",
     ],
     [
       "registry_revision",
@@ -1339,7 +1339,7 @@ Deno.test("integer fields accept only integral numbers in range", async (t) => {
           status: "accepted",
           registryRevision: value as number,
         }),
-      "registry_revision must be in [0, 9007199254740991]",
+      "registryRevision (registry_revision) must be in [0, 9007199254740991]",
     ],
     [
       "lease_ttl_ms",
@@ -1350,7 +1350,7 @@ Deno.test("integer fields accept only integral numbers in range", async (t) => {
           registryRevision: 0,
           leaseTtlMs: value as number,
         }),
-      "lease_ttl_ms must be in [1, 9007199254740991] when provided",
+      "leaseTtlMs (lease_ttl_ms) must be in [1, 9007199254740991] when provided",
     ],
   ];
   for (const [field, build, message] of rules) {
@@ -1618,7 +1618,7 @@ Deno.test("identifiers reject lone surrogates and accept astral characters", asy
       assertThrowsExactly(
         () => build(invalid),
         RangeError,
-        "invocation_id must contain valid Unicode scalar values",
+        "invocationId (invocation_id) must contain valid Unicode scalar values",
       );
     });
   }

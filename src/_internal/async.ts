@@ -1,5 +1,25 @@
 // Async helpers shared across folders (never exported from mod.ts or dora.ts).
 
+/** A promise with its resolve and reject functions. */
+export interface Resolvers<T> {
+  readonly promise: Promise<T>;
+  readonly resolve: (value: T | PromiseLike<T>) => void;
+  readonly reject: (reason?: unknown) => void;
+}
+
+/**
+ * `Promise.withResolvers()` for runtimes that lack it (Node.js 20 has none; mod.ts runs there).
+ */
+export function withResolvers<T = void>(): Resolvers<T> {
+  let resolve!: (value: T | PromiseLike<T>) => void;
+  let reject!: (reason?: unknown) => void;
+  const promise = new Promise<T>((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
+  return { promise, resolve, reject };
+}
+
 /**
  * Waits until every promise in `pending` settled, or `ms` passed; never rejects. With `ms <= 0`
  * no timer is armed: what settles within the current microtask turns is waited for, no more.

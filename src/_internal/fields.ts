@@ -8,13 +8,39 @@
 import { MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
 import { hasLoneSurrogate, isBlank } from "./text.ts";
 
-/** Non-blank string without lone surrogates, else `RangeError` naming the wire field. */
+/** The property of a model error that holds the reference's message (see {@linkcode fieldError}). */
+const WIRE_MESSAGE: unique symbol = Symbol("wireMessage");
+
+/**
+ * A model validation error. `wireMessage` is the reference's message, which names the Wire field
+ * (`tool_id must be a non-empty string`); when it starts with a snake_case Wire field, `message`
+ * names the TypeScript field first (`toolId (tool_id) must be a non-empty string`), and the Wire
+ * decoder still reports `wireMessage` (read it with {@linkcode wireMessageOf}).
+ */
+export function fieldError(
+  kind: RangeErrorConstructor | TypeErrorConstructor,
+  wireMessage: string,
+): RangeError | TypeError {
+  const field = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?= )/.exec(wireMessage)?.[0];
+  if (field === undefined) return new kind(wireMessage);
+  const camel = field.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  const error = new kind(`${camel} (${field})${wireMessage.slice(field.length)}`);
+  Object.defineProperty(error, WIRE_MESSAGE, { value: wireMessage });
+  return error;
+}
+
+/** The reference's message of a model validation error (its `message` for any other error). */
+export function wireMessageOf(error: Error): string {
+  return (error as Error & { [WIRE_MESSAGE]?: string })[WIRE_MESSAGE] ?? error.message;
+}
+
+/** Non-blank string without lone surrogates, else a `RangeError` naming the field. */
 export function requireNonEmpty(value: unknown, field: string): string {
   if (typeof value !== "string" || isBlank(value)) {
-    throw new RangeError(`${field} must be a non-empty string`);
+    throw fieldError(RangeError, `${field} must be a non-empty string`);
   }
   if (hasLoneSurrogate(value)) {
-    throw new RangeError(`${field} must contain valid Unicode scalar values`);
+    throw fieldError(RangeError, `${field} must contain valid Unicode scalar values`);
   }
   return value;
 }
@@ -47,7 +73,8 @@ export function checkToolContextFields(
   requireNonEmpty(operation, "operation");
   if (callerId !== undefined) requireNonEmpty(callerId, "caller_id");
   if (deadlineMs !== undefined && !isIntegerIn(deadlineMs, 0)) {
-    throw new RangeError(
+    throw fieldError(
+      RangeError,
       "deadline_ms must be a non-negative Unix epoch millisecond not greater than " +
         MAX_SAFE_JSON_INTEGER,
     );

@@ -1,4 +1,5 @@
 // The ordered, bounded event stream of one invocation (private to src/client/).
+import { withResolvers } from "../_internal/async.ts";
 import type { ToolEvent } from "../endpoint/models.ts";
 
 /** One event of an invocation with its sequence number. */
@@ -111,7 +112,7 @@ export class EventBuffer {
         if (this.#error !== undefined) throw this.#error.reason;
         return undefined;
       }
-      this.#waiter ??= Promise.withResolvers<void>();
+      this.#waiter ??= withResolvers<void>();
       await this.#waiter.promise;
     }
   }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { withResolvers } from "../_internal/async.ts";
 import type { ToolControlCommand, ToolSemantics } from "../endpoint/constants.ts";
 import {
   ToolAccepted,
@@ -907,7 +908,7 @@ export class ToolEndpointClient {
         ),
       );
     }
-    const { promise, resolve, reject } = Promise.withResolvers<T>();
+    const { promise, resolve, reject } = withResolvers<T>();
     const exchange: Exchange = {
       spec: spec as ExchangeSpec<unknown>,
       resolve: resolve as (value: unknown) => void,
@@ -1144,7 +1145,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   readonly #core: ClientCore;
   readonly #timeoutMs: number;
   readonly #buffer: EventBuffer;
-  readonly #outcome = Promise.withResolvers<ToolResult>();
+  readonly #outcome = withResolvers<ToolResult>();
   readonly #signal: AbortSignal | undefined;
   #unlinkSignal: (() => void) | undefined;
   #terminal: ToolResult | undefined;
@@ -1448,7 +1449,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
     const pending = this.#pendingWake;
     this.#pendingWake = undefined;
     if (pending !== undefined) return Promise.resolve(pending);
-    const wakeup = Promise.withResolvers<Wake>();
+    const wakeup = withResolvers<Wake>();
     this.#wakeup = wakeup;
     const timer = setTimeout(() => this.#wake("timeout"), ms);
     return wakeup.promise.finally(() => clearTimeout(timer));

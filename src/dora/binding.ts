@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { withResolvers } from "../_internal/async.ts";
 import type { RecordBatch } from "apache-arrow";
 import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "apache-arrow";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
@@ -546,7 +547,7 @@ export class DoraToolEndpointBinding {
       throw new Error("Action or Session dispatch requires an asynchronous event_sink publisher");
     }
 
-    const gate = Promise.withResolvers<void>();
+    const gate = withResolvers<void>();
     let gateOpen = false;
     let publishFailed = false;
     let publishFailure: unknown;

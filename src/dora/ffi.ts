@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { withResolvers } from "../_internal/async.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { ntp64ToEpochMs } from "./transport.ts";
 
@@ -276,7 +277,7 @@ class FfiDoraTransport implements DoraNodeTransport {
       );
     }
     if (this.#busy) {
-      const { promise, resolve, reject } = Promise.withResolvers<void>();
+      const { promise, resolve, reject } = withResolvers<void>();
       this.#queue.push({ kind: "send", id, data, resolve, reject });
       return promise;
     }

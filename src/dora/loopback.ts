@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { withResolvers } from "../_internal/async.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
 
@@ -99,7 +100,7 @@ export class LoopbackDataflow {
   readonly #unread: LoopbackOutput[] = [];
   readonly #outputWaiters: ((output: LoopbackOutput | null) => void)[] = [];
   readonly #failures: Error[] = [];
-  readonly #closed = Promise.withResolvers<void>();
+  readonly #closed = withResolvers<void>();
   #eventWaiter: ((event: DoraEvent | null) => void) | null = null;
   #ended = false;
   #isClosed = false;
@@ -214,7 +215,7 @@ export class LoopbackDataflow {
     const output = this.#unread.shift();
     if (output !== undefined) return Promise.resolve(output);
     if (this.#isClosed) return Promise.resolve(null);
-    const { promise, resolve } = Promise.withResolvers<LoopbackOutput | null>();
+    const { promise, resolve } = withResolvers<LoopbackOutput | null>();
     this.#outputWaiters.push(resolve);
     return promise;
   }
@@ -240,7 +241,7 @@ export class LoopbackDataflow {
     if (this.#ended) {
       return quietReject(new Error(`loopback: the streams ended; ${event.type} not delivered`));
     }
-    const taken = Promise.withResolvers<void>();
+    const taken = withResolvers<void>();
     // A caller may deliver without awaiting: a rejection it never looks at is not an error.
     taken.promise.catch(() => undefined);
     if (this.#eventWaiter !== null) {
@@ -271,7 +272,7 @@ export class LoopbackDataflow {
       return Promise.resolve(queued.event);
     }
     if (this.#ended) return Promise.resolve(null);
-    const { promise, resolve } = Promise.withResolvers<DoraEvent | null>();
+    const { promise, resolve } = withResolvers<DoraEvent | null>();
     this.#eventWaiter = resolve;
     return promise;
   }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { withResolvers } from "../_internal/async.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 
 /** A log level of the runner. */
@@ -225,7 +226,7 @@ export class ToolEndpointNode {
       if (this.#stopRequested) return "requested";
       const next = this.#transport.nextEvent();
       // A fresh wake-up promise per event: racing one long-lived promise would pile up reactions.
-      const wake = Promise.withResolvers<"requested">();
+      const wake = withResolvers<"requested">();
       this.#wake = wake.resolve;
       const event = await Promise.race([next, wake.promise]);
       this.#wake = null;
@@ -386,7 +387,7 @@ export class ToolEndpointNode {
       let next = pending ?? this.#nextEventOrNull();
       for (;;) {
         if (stopped) return { pending: next };
-        const woken = Promise.withResolvers<typeof STOPPED>();
+        const woken = withResolvers<typeof STOPPED>();
         wake = woken.resolve;
         const event = await Promise.race([next, woken.promise]);
         wake = null;

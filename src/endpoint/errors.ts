@@ -64,13 +64,19 @@ export interface ToolErrorCodeTable {
   readonly ENDPOINT_UNAVAILABLE: "FORGE_ENDPOINT_UNAVAILABLE";
   /** `FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE` */
   readonly ENDPOINT_EVENT_SINK_UNAVAILABLE: "FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE";
+  /** `FORGE_ENDPOINT_INVALID_ARGUMENTS` */
+  readonly ENDPOINT_INVALID_ARGUMENTS: "FORGE_ENDPOINT_INVALID_ARGUMENTS";
+  /** `FORGE_ENDPOINT_EXECUTION_NOT_FOUND` */
+  readonly ENDPOINT_EXECUTION_NOT_FOUND: "FORGE_ENDPOINT_EXECUTION_NOT_FOUND";
 }
 
 /**
  * Every error code this package raises or answers with. `FORGE_PROTOCOL_*` codes describe Wire
  * violations; `FORGE_ENDPOINT_*` codes describe the endpoint's own outcomes. The names and strings
- * are those of the reference Python package; the last three endpoint codes are this package's
- * additions for deadline enforcement and shutdown.
+ * are those of the reference Python package; the last five endpoint codes are this package's
+ * additions: deadline enforcement and shutdown (`DEADLINE_EXCEEDED`, `UNAVAILABLE`,
+ * `EVENT_SINK_UNAVAILABLE`), and the provider definitions' argument validation and unknown
+ * execution keys (`INVALID_ARGUMENTS`, `EXECUTION_NOT_FOUND`).
  */
 export const ToolErrorCodes: ToolErrorCodeTable = Object.freeze(
   {
@@ -101,6 +107,8 @@ export const ToolErrorCodes: ToolErrorCodeTable = Object.freeze(
     ENDPOINT_DEADLINE_EXCEEDED: "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
     ENDPOINT_UNAVAILABLE: "FORGE_ENDPOINT_UNAVAILABLE",
     ENDPOINT_EVENT_SINK_UNAVAILABLE: "FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE",
+    ENDPOINT_INVALID_ARGUMENTS: "FORGE_ENDPOINT_INVALID_ARGUMENTS",
+    ENDPOINT_EXECUTION_NOT_FOUND: "FORGE_ENDPOINT_EXECUTION_NOT_FOUND",
   } as const,
 );
 

@@ -49,7 +49,12 @@ import {
 } from "./constants.ts";
 import { TOOL_ERROR_BRAND } from "./errors.ts";
 import { copyJsonObject, EMPTY_OBJECT, type JsonObject } from "../_internal/json.ts";
-import { checkToolContextFields, isIntegerIn, requireNonEmpty } from "../_internal/fields.ts";
+import {
+  checkToolContextFields,
+  fieldError,
+  isIntegerIn,
+  requireNonEmpty,
+} from "../_internal/fields.ts";
 
 // The literal and JSON types the models' public shapes use, re-exported so this module's
 // documentation is self-contained.
@@ -98,7 +103,7 @@ function repr(value: unknown): string {
 /** The init object itself must be an object (a missing init is a `TypeError`). */
 function requireInit<T>(init: T, model: string): T {
   if (typeof init !== "object" || init === null) {
-    throw new TypeError(`${model} requires an init object`);
+    throw fieldError(TypeError, `${model} requires an init object`);
   }
   return init;
 }
@@ -110,7 +115,7 @@ function requireMember<T extends string>(
   what: string,
 ): T {
   if (typeof value !== "string" || !members.has(value)) {
-    throw new RangeError(`unsupported ${what}: ${repr(value)}`);
+    throw fieldError(RangeError, `unsupported ${what}: ${repr(value)}`);
   }
   return value as T;
 }
@@ -118,7 +123,7 @@ function requireMember<T extends string>(
 /** A real boolean (absent means `false`), else `TypeError("<field> must be a bool")`. */
 function requireBool(value: unknown, field: string): boolean {
   if (value === undefined) return false;
-  if (typeof value !== "boolean") throw new TypeError(`${field} must be a bool`);
+  if (typeof value !== "boolean") throw fieldError(TypeError, `${field} must be a bool`);
   return value;
 }
 
@@ -130,7 +135,7 @@ function jsonField(value: unknown, field: string): JsonObject {
 /** An optional ToolError: absent, or a ToolError, else `TypeError`. */
 function requireOptionalError(value: unknown): void {
   if (value !== undefined && !(value instanceof ToolError)) {
-    throw new TypeError("error must be a ToolError or undefined");
+    throw fieldError(TypeError, "error must be a ToolError or undefined");
   }
 }
 
@@ -204,19 +209,19 @@ export class ToolOperationDescriptor {
     const stoppable = requireBool(init.stoppable, "stoppable");
     const statusSupported = requireBool(init.statusSupported, "status_supported");
     if (semantics === "query" && (cancellable || stoppable || statusSupported)) {
-      throw new RangeError("query operations do not support control or status");
+      throw fieldError(RangeError, "query operations do not support control or status");
     }
     if (semantics === "action") {
-      if (stoppable) throw new RangeError("action operations must not be stoppable");
-      if (!statusSupported) throw new RangeError("action operations must support status");
+      if (stoppable) throw fieldError(RangeError, "action operations must not be stoppable");
+      if (!statusSupported) throw fieldError(RangeError, "action operations must support status");
     }
     if (semantics === "session") {
-      if (cancellable) throw new RangeError("session operations must not be cancellable");
-      if (!statusSupported) throw new RangeError("session operations must support status");
+      if (cancellable) throw fieldError(RangeError, "session operations must not be cancellable");
+      if (!statusSupported) throw fieldError(RangeError, "session operations must support status");
     }
     const maxConcurrency = init.maxConcurrency === undefined ? 1 : init.maxConcurrency;
     if (!isIntegerIn(maxConcurrency, 1)) {
-      throw new RangeError(`max_concurrency must be in [1, ${MAX_SAFE_JSON_INTEGER}]`);
+      throw fieldError(RangeError, `max_concurrency must be in [1, ${MAX_SAFE_JSON_INTEGER}]`);
     }
     this.name = name;
     this.semantics = semantics;
@@ -278,17 +283,17 @@ export class ToolEndpointDescriptor {
       source === null || source === undefined ||
       typeof (source as { [Symbol.iterator]?: unknown })[Symbol.iterator] !== "function"
     ) {
-      throw new TypeError("operations must contain ToolOperationDescriptor values");
+      throw fieldError(TypeError, "operations must contain ToolOperationDescriptor values");
     }
     const operations: unknown[] = [...(source as Iterable<unknown>)];
-    if (operations.length === 0) throw new RangeError("operations must not be empty");
+    if (operations.length === 0) throw fieldError(RangeError, "operations must not be empty");
     if (!operations.every((operation) => operation instanceof ToolOperationDescriptor)) {
-      throw new TypeError("operations must contain ToolOperationDescriptor values");
+      throw fieldError(TypeError, "operations must contain ToolOperationDescriptor values");
     }
     const byName = new Map<string, ToolOperationDescriptor>();
     for (const operation of operations as ToolOperationDescriptor[]) {
       if (byName.has(operation.name)) {
-        throw new RangeError("operation names must be unique within an endpoint");
+        throw fieldError(RangeError, "operation names must be unique within an endpoint");
       }
       byName.set(operation.name, operation);
     }
@@ -433,7 +438,7 @@ export class ToolContext {
     requireInit(init, "ToolContext");
     const executionKey: unknown = init.executionKey;
     if (!(executionKey instanceof ToolExecutionKey)) {
-      throw new TypeError("execution_key must be a ToolExecutionKey");
+      throw fieldError(TypeError, "execution_key must be a ToolExecutionKey");
     }
     const toolId: unknown = init.toolId;
     const implementationId: unknown = init.implementationId;
@@ -587,6 +592,8 @@ export type ToolResultInit =
  * ```
  */
 export class ToolResult {
+  // Nominal typing: a plain object literal is not a ToolResult (type only, no run-time field).
+  declare private readonly _toolResultBrand: never;
   /** The terminal status. */
   readonly status: ToolResultStatus;
   /** The JSON outputs (deeply frozen). */
@@ -608,10 +615,10 @@ export class ToolResult {
     const error: unknown = init.error;
     const requiresError = status === "failed" || status === "unknown";
     if (requiresError && error === undefined) {
-      throw new RangeError(`a ${status} tool result must contain an error`);
+      throw fieldError(RangeError, `a ${status} tool result must contain an error`);
     }
     if (!requiresError && error !== undefined) {
-      throw new RangeError(`a ${status} tool result must not contain an error`);
+      throw fieldError(RangeError, `a ${status} tool result must not contain an error`);
     }
     requireOptionalError(error);
     const outputs = jsonField(init.outputs, "outputs");
@@ -654,6 +661,8 @@ export type ToolResultResponseInit =
  * ```
  */
 export class ToolResultResponse {
+  // Nominal typing: a plain object literal is not a ToolResultResponse (type only, no run-time field).
+  declare private readonly _toolResultResponseBrand: never;
   /** Whether the result is pending, available or not found. */
   readonly status: ToolResultResponseStatus;
   /** The result when `available`; `undefined` otherwise. */
@@ -669,13 +678,13 @@ export class ToolResultResponse {
     );
     const result: unknown = init.result;
     if (status === "available" && result === undefined) {
-      throw new RangeError("an available result response must contain a result");
+      throw fieldError(RangeError, "an available result response must contain a result");
     }
     if (status !== "available" && result !== undefined) {
-      throw new RangeError("only an available result response may contain a result");
+      throw fieldError(RangeError, "only an available result response may contain a result");
     }
     if (result !== undefined && !(result instanceof ToolResult)) {
-      throw new TypeError("result must be a ToolResult or undefined");
+      throw fieldError(TypeError, "result must be a ToolResult or undefined");
     }
     this.status = status;
     this.result = result as ToolResult | undefined;
@@ -703,6 +712,8 @@ export interface ToolAcceptedInit {
  * ```
  */
 export class ToolAccepted {
+  // Nominal typing: a plain object literal is not a ToolAccepted (type only, no run-time field).
+  declare private readonly _toolAcceptedBrand: never;
   /** Structured JSON details (deeply frozen). */
   readonly details: JsonObject;
 
@@ -754,6 +765,8 @@ export type ToolControlResponseInit =
  * ```
  */
 export class ToolControlResponse {
+  // Nominal typing: a plain object literal is not a ToolControlResponse (type only, no run-time field).
+  declare private readonly _toolControlResponseBrand: never;
   /** The command answered. */
   readonly command: ToolControlCommand;
   /** How the control request was answered. */
@@ -781,10 +794,10 @@ export class ToolControlResponse {
     );
     const error: unknown = init.error;
     if (status === "rejected" && error === undefined) {
-      throw new RangeError("a rejected control response must contain an error");
+      throw fieldError(RangeError, "a rejected control response must contain an error");
     }
     if (status !== "rejected" && error !== undefined) {
-      throw new RangeError("only a rejected control response may contain an error");
+      throw fieldError(RangeError, "only a rejected control response may contain an error");
     }
     requireOptionalError(error);
     const details = jsonField(init.details, "details");
@@ -817,6 +830,8 @@ export interface ToolEventInit {
  * ```
  */
 export class ToolEvent {
+  // Nominal typing: a plain object literal is not a ToolEvent (type only, no run-time field).
+  declare private readonly _toolEventBrand: never;
   /** The event type. */
   readonly type: ToolEventType;
   /** The JSON event data (deeply frozen). */
@@ -876,7 +891,7 @@ export class EndpointStatus {
     const state = requireMember<EndpointState>(init.state, ENDPOINT_STATES, "endpoint state");
     const activeInvocations = init.activeInvocations === undefined ? 0 : init.activeInvocations;
     if (!isIntegerIn(activeInvocations, 0)) {
-      throw new RangeError(`active_invocations must be in [0, ${MAX_SAFE_JSON_INTEGER}]`);
+      throw fieldError(RangeError, `active_invocations must be in [0, ${MAX_SAFE_JSON_INTEGER}]`);
     }
     const details = jsonField(init.details, "details");
     this.endpointId = endpointId;
@@ -939,6 +954,8 @@ export type ToolExecutionStatusInit =
  * ```
  */
 export class ToolExecutionStatus {
+  // Nominal typing: a plain object literal is not a ToolExecutionStatus (type only, no run-time field).
+  declare private readonly _toolExecutionStatusBrand: never;
   /** The lifecycle phase. */
   readonly phase: ExecutionPhase;
   /** The error of a `failed` or `unknown` phase; `undefined` otherwise. */
@@ -956,10 +973,13 @@ export class ToolExecutionStatus {
     const error: unknown = init.error;
     const requiresError = phase === "failed" || phase === "unknown";
     if (requiresError && error === undefined) {
-      throw new RangeError(`a ${phase} execution status must contain an error`);
+      throw fieldError(RangeError, `a ${phase} execution status must contain an error`);
     }
     if (!requiresError && error !== undefined) {
-      throw new RangeError("only a failed or unknown execution status may contain an error");
+      throw fieldError(
+        RangeError,
+        "only a failed or unknown execution status may contain an error",
+      );
     }
     requireOptionalError(error);
     const details = jsonField(init.details, "details");
@@ -1000,16 +1020,16 @@ export class ToolExecutionStatus {
  */
 export function validateExecutionResult(status: ToolExecutionStatus, result: ToolResult): void {
   if (!(status instanceof ToolExecutionStatus)) {
-    throw new TypeError("status must be a ToolExecutionStatus");
+    throw fieldError(TypeError, "status must be a ToolExecutionStatus");
   }
-  if (!(result instanceof ToolResult)) throw new TypeError("result must be a ToolResult");
+  if (!(result instanceof ToolResult)) throw fieldError(TypeError, "result must be a ToolResult");
   const phase = status.phase;
   if (!isTerminalPhase(phase)) {
-    throw new RangeError(`execution phase '${phase}' is not terminal`);
+    throw fieldError(RangeError, `execution phase '${phase}' is not terminal`);
   }
   const expected = TERMINAL_RESULT_STATUS[phase];
   if (result.status !== expected) {
-    throw new RangeError(`execution phase '${phase}' requires result status '${expected}'`);
+    throw fieldError(RangeError, `execution phase '${phase}' requires result status '${expected}'`);
   }
 }
 
@@ -1080,11 +1100,12 @@ export class EndpointRegistryResponse {
     );
     const registryRevision: unknown = init.registryRevision;
     if (!isIntegerIn(registryRevision, 0)) {
-      throw new RangeError(`registry_revision must be in [0, ${MAX_SAFE_JSON_INTEGER}]`);
+      throw fieldError(RangeError, `registry_revision must be in [0, ${MAX_SAFE_JSON_INTEGER}]`);
     }
     const leaseTtlMs: unknown = init.leaseTtlMs;
     if (leaseTtlMs !== undefined && !isIntegerIn(leaseTtlMs, 1)) {
-      throw new RangeError(
+      throw fieldError(
+        RangeError,
         `lease_ttl_ms must be in [1, ${MAX_SAFE_JSON_INTEGER}] when provided`,
       );
     }
@@ -1092,21 +1113,24 @@ export class EndpointRegistryResponse {
     requireOptionalError(error);
     if (status === "rejected") {
       if (leaseTtlMs !== undefined) {
-        throw new RangeError("a rejected registry response must not contain lease_ttl_ms");
+        throw fieldError(RangeError, "a rejected registry response must not contain lease_ttl_ms");
       }
       if (error === undefined) {
-        throw new RangeError("a rejected registry response must contain an error");
+        throw fieldError(RangeError, "a rejected registry response must contain an error");
       }
     } else {
       if (error !== undefined) {
-        throw new RangeError("an accepted registry response must not contain an error");
+        throw fieldError(RangeError, "an accepted registry response must not contain an error");
       }
       if (operation === "register") {
         if (leaseTtlMs === undefined) {
-          throw new RangeError("an accepted register response must contain lease_ttl_ms");
+          throw fieldError(RangeError, "an accepted register response must contain lease_ttl_ms");
         }
       } else if (leaseTtlMs !== undefined) {
-        throw new RangeError("an accepted unregister response must not contain lease_ttl_ms");
+        throw fieldError(
+          RangeError,
+          "an accepted unregister response must not contain lease_ttl_ms",
+        );
       }
     }
     this.operation = operation;

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { withResolvers } from "../_internal/async.ts";
 import type { TerminalExecutionPhase } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { type ToolContext, ToolEvent } from "../endpoint/models.ts";
@@ -72,7 +73,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
   #terminalSent = false;
   #rejected = false;
   /** Resolves once event progression ended: see {@linkcode ExecutionEmitter.finished}. */
-  readonly #finished = Promise.withResolvers<void>();
+  readonly #finished = withResolvers<void>();
   #isFinished = false;
   /** emit() calls in progress: waiting for the lock, the terminal barrier or the sink. */
   #pending = 0;
@@ -167,7 +168,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
       }
       if (this.#sink === undefined) {
         throw new Error(
-          "Tool endpoint emitted after acceptance without an asynchronous event sink",
+          "Tool endpoint emitted after acceptance without an asynchronous event sink: pass { eventSink } to dispatch()",
         );
       }
       await this.#sink(envelope);

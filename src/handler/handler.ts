@@ -51,7 +51,7 @@ import {
   validateMessageEnvelope,
 } from "../wire/messages.ts";
 import { pyRepr } from "../_internal/repr.ts";
-import { settleWithin } from "../_internal/async.ts";
+import { settleWithin, withResolvers } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 
@@ -975,7 +975,7 @@ export class ToolEndpointHandler {
       admittedBy: request.requestId,
       permitHeld: true,
       outcome: undefined,
-      ready: Promise.withResolvers<void>(),
+      ready: withResolvers<void>(),
       settled: false,
       status: undefined,
       result: undefined,

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { withResolvers } from "../_internal/async.ts";
 import { isBlankInstanceId } from "../_internal/text.ts";
 import {
   type EndpointRegistryResponse,
@@ -401,7 +402,7 @@ export class EndpointRegistration {
       endpointInstanceId: this.#instance,
       requestId: this.#requestId("unregister"),
     });
-    const done = Promise.withResolvers<EndpointRegistryResponse | undefined>();
+    const done = withResolvers<EndpointRegistryResponse | undefined>();
     const pending: Pending = { request, sentAtMs: this.#clock.now(), done };
     this.#pending = pending;
     const fail = (error: Error): void => {

@@ -15,7 +15,6 @@ import {
   type ToolMessageType,
 } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { checkToolContextFields } from "../_internal/fields.ts";
 import {
   adoptJsonObject,
   canonicalHeight,
@@ -45,6 +44,7 @@ import {
   ToolResultResponse,
 } from "../endpoint/models.ts";
 import { ToolEnvelope, wireFaults } from "./envelope.ts";
+import { checkToolContextFields, wireMessageOf } from "../_internal/fields.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Primitives
@@ -147,7 +147,7 @@ function construct<T>(path: string, build: () => T): T {
 /** A model's `TypeError`/`RangeError` as `INVALID_PAYLOAD` at `path`; anything else as it is. */
 function modelError(error: unknown, path: string): unknown {
   return error instanceof TypeError || error instanceof RangeError
-    ? invalidPayload(error.message, path)
+    ? invalidPayload(wireMessageOf(error), path)
     : error;
 }
 

@@ -1,0 +1,1072 @@
+/**
+ * One-function provider definitions: {@linkcode defineQuery}, {@linkcode defineAction} and
+ * {@linkcode defineSession} turn one async function into a provider of the SPI, and
+ * {@linkcode defineEndpoint} derives the endpoint descriptor from them and builds the handler.
+ *
+ * ## What the helpers do
+ *
+ * - Arguments are validated before the function runs (a Standard Schema or a JSON Schema, see
+ *   `arguments`); invalid ones are rejected (`outcome: "rejected"`) with
+ *   `FORGE_ENDPOINT_INVALID_ARGUMENTS`, not retryable, `details.issues` listing each issue as
+ *   `{ path, message }` (`path` is an array of keys and indexes).
+ * - An Action or Session `start()` admits at once (`ToolAccepted`) and runs the function in the
+ *   background; the function gets `signal`, `emit(type, data)`, `progress(data)`, the
+ *   `ToolContext` and the `ToolRequest`. If the function settles before the handler finished
+ *   processing the start, the invoke answers with the terminal result directly (the handler's
+ *   rule for a result established during `start()`), followed by the terminal event.
+ * - The outcome, once the function settles:
+ *
+ *   | the function                                            | result status (phase)               |
+ *   | ------------------------------------------------------- | ----------------------------------- |
+ *   | returns outputs                                         | `succeeded` (`completed`)           |
+ *   | returns, or throws the abort, after an accepted cancel  | `cancelled`, with what it returned  |
+ *   | returns, or throws the abort, after an accepted stop    | `stopped`, with what it returned    |
+ *   | throws a `ToolEndpointError`                            | `failed` with that error            |
+ *   | throws after the deadline aborted its signal            | `failed`, `FORGE_ENDPOINT_DEADLINE_EXCEEDED` |
+ *   | throws after another abort (handler closed, invoke abandoned) | `unknown`, `FORGE_ENDPOINT_OUTCOME_UNKNOWN` |
+ *   | throws anything else, or returns a non-JSON-object     | `failed`, `FORGE_ENDPOINT_INTERNAL` |
+ *
+ *   A Query answers the same results (without the cancel and stop rows). Every failed or unknown
+ *   outcome is logged through the {@linkcode ToolLogger} with the execution key; an internal
+ *   failure's cause is logged, never sent (its message is a fixed, safe text).
+ * - The handler's `close()` aborts the functions' signals but does not wait for them (they are
+ *   not provider calls); {@linkcode ToolEndpointDefinition.idle} does.
+ * - Then the terminal event (`executor_completed`, `executor_failed`, `cancelled`, `stopped`;
+ *   none for `unknown`) is emitted; the result is recorded first, so the handler's terminal
+ *   barrier holds. A failure to emit is logged, never thrown into the function.
+ *
+ * ## Unknown and forgotten executions
+ *
+ * Each Action and Session operation keeps every running execution and the last
+ * `maxRetainedExecutions` finished ones (default 1024, the handler's ledger bound; an endpoint
+ * built by {@linkcode defineEndpoint} uses the same value for both). The oldest finished
+ * execution is forgotten first. For a key it never saw, or has forgotten, an operation answers:
+ * `status` with a `tool.error` `FORGE_ENDPOINT_EXECUTION_NOT_FOUND` (not retryable), `result`
+ * with `not_found`, `cancel`/`stop` with `rejected` and the same error. The handler keeps its own
+ * copy of every terminal result it observed while its ledger retains the record, so a caller
+ * sees `not_found` only after both forgot it; a repeated invoke of a key both forgot runs the
+ * function again. A repeated invoke of a key only the handler forgot replays the retained result
+ * (the invoke answers with it, followed by its terminal event) without running the function.
+ *
+ * @module
+ */
+import { ToolEndpointError, ToolErrorCodes } from "../endpoint/errors.ts";
+import type { JsonObject } from "../_internal/json.ts";
+import { consoleLogger, type ToolLogger, type ToolLogRecord } from "../endpoint/log.ts";
+import {
+  ToolAccepted,
+  type ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolError,
+  ToolEvent,
+  type ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  type ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../endpoint/models.ts";
+import type {
+  ActionToolEndpoint,
+  Awaitable,
+  QueryToolEndpoint,
+  SessionToolEndpoint,
+  ToolCallOptions,
+  ToolEndpointImplementation,
+  ToolEventEmitter,
+} from "../endpoint/spi.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../endpoint/constants.ts";
+import { ToolEndpointHandler, type ToolEndpointHandlerOptions } from "../handler/handler.ts";
+import { type Execution, ExecutionTable } from "./_executions.ts";
+import {
+  type InferSchemaOutput,
+  isStandardSchema,
+  type JsonSchema,
+  jsonSchema,
+  type StandardSchemaV1,
+  type StandardSchemaV1Issue,
+  type StandardSchemaV1Result,
+} from "./schema.ts";
+
+/** An argument schema: any Standard Schema v1 object, or a JSON Schema of the supported subset. */
+export type ArgumentSchema = StandardSchemaV1 | JsonSchema;
+
+/** The arguments type a definition's function receives for the schema `S`. */
+export type ArgumentsOf<S> = S extends StandardSchemaV1 ? InferSchemaOutput<S> : JsonObject;
+
+/**
+ * What a definition's function returns: the outputs, a JSON object (copied), or nothing for `{}`.
+ */
+export type ToolOutputs = object | undefined | void;
+
+/** What a Query function receives besides its arguments. */
+export interface QueryCallContext {
+  /**
+   * Aborts when the work should end: at the deadline (when the handler enforces deadlines),
+   * when the handler closes, and for an Action or Session when a cancel or stop is accepted.
+   */
+  readonly signal: AbortSignal;
+  /** The execution context of the invoke (key, tool, endpoint, deadline, metadata). */
+  readonly context: ToolContext;
+  /** The request as received (its `arguments` before validation). */
+  readonly request: ToolRequest;
+}
+
+/** What an Action or Session function receives besides its arguments. */
+export interface ExecutionCallContext extends QueryCallContext {
+  /**
+   * Emits a non-terminal event (terminal events are the helper's). Resolves `true` once the event
+   * is buffered or published, `false` when it was refused or could not be published (logged);
+   * rejects only for a wrong `type` or non-JSON `data` (a `TypeError`).
+   */
+  emit(type: "progress" | "heartbeat", data?: object): Promise<boolean>;
+  /** `emit("progress", data)`. */
+  progress(data?: object): Promise<boolean>;
+}
+
+/** The function of a Query definition. */
+export type QueryFunction<A> = (args: A, call: QueryCallContext) => Awaitable<ToolOutputs>;
+
+/** The function of an Action or Session definition. */
+export type ExecutionFunction<A> = (
+  args: A,
+  call: ExecutionCallContext,
+) => Awaitable<ToolOutputs>;
+
+/** Options every definition takes. */
+export interface DefinitionOptions<S extends ArgumentSchema> {
+  /** Validates the invoke's arguments before the function runs (default: none, any object). */
+  readonly arguments?: S;
+  /**
+   * How many executions may run at once (`max_concurrency`), a positive integer.
+   *
+   * @default {1}
+   */
+  readonly maxConcurrency?: number;
+}
+
+/** Options of {@linkcode defineAction}. */
+export interface ActionDefinitionOptions<S extends ArgumentSchema> extends DefinitionOptions<S> {
+  /**
+   * Whether a `cancel` is accepted (it aborts the function's signal); when false it answers
+   * `unsupported`.
+   *
+   * @default {true}
+   */
+  readonly cancellable?: boolean;
+}
+
+/** Options of {@linkcode defineSession}. */
+export interface SessionDefinitionOptions<S extends ArgumentSchema> extends DefinitionOptions<S> {
+  /**
+   * Whether a `stop` is accepted (it aborts the function's signal); when false it answers
+   * `unsupported`.
+   *
+   * @default {true}
+   */
+  readonly stoppable?: boolean;
+}
+
+/** Options of {@linkcode ToolOperationDefinition.implement}. */
+export interface ImplementOptions {
+  /** The operation's name in its endpoint (for log records). */
+  readonly name: string;
+  /** The endpoint's id (for log records). */
+  readonly endpointId?: string;
+  /**
+   * Where failures are reported.
+   *
+   * @default {consoleLogger}
+   */
+  readonly logger?: ToolLogger;
+  /**
+   * Finished executions kept for status and result (Action and Session), a positive integer.
+   *
+   * @default {1024}
+   */
+  readonly maxRetainedExecutions?: number;
+  /**
+   * Receives the background work of each Action or Session execution as it starts (the function,
+   * then its terminal event); the promise never rejects. The handler's `close()` aborts the
+   * functions' signals but does not wait for this work: collect it to wait at shutdown.
+   */
+  readonly track?: (work: Promise<void>) => void;
+}
+
+/** A Query, Action or Session definition: an operation without a name yet. */
+export interface ToolOperationDefinition<
+  S extends "query" | "action" | "session" = "query" | "action" | "session",
+> {
+  /** The operation's semantics. */
+  readonly semantics: S;
+  /** The operation's descriptor under `name`. */
+  operationDescriptor(name: string): ToolOperationDescriptor;
+  /**
+   * A fresh provider of the SPI for this definition (its own executions table), for a handler
+   * built by hand; {@linkcode defineEndpoint} calls it for you.
+   */
+  implement(options: ImplementOptions): S extends "query" ? QueryToolEndpoint
+    : S extends "action" ? ActionToolEndpoint
+    : SessionToolEndpoint;
+}
+
+const RUNNING = new ToolExecutionStatus({ phase: "running" });
+const STOPPING = new ToolExecutionStatus({ phase: "stopping" });
+const ACCEPTED = new ToolAccepted();
+const PENDING = new ToolResultResponse({ status: "pending" });
+const NOT_FOUND = new ToolResultResponse({ status: "not_found" });
+const NOT_FOUND_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_EXECUTION_NOT_FOUND,
+  message: "no execution with this key is known here: it was never started or it was forgotten",
+  retryable: false,
+});
+const INTERNAL_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_INTERNAL,
+  message: "the provider function failed",
+  retryable: false,
+});
+const INVALID_OUTPUTS_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_INTERNAL,
+  message: "the provider function returned outputs that are not a JSON object",
+  retryable: false,
+});
+const VALIDATOR_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_INTERNAL,
+  message: "the argument validator failed",
+  retryable: false,
+});
+const DEADLINE_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_DEADLINE_EXCEEDED,
+  message: "deadline_ms passed before the provider function finished",
+  retryable: false,
+});
+const ABORTED_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+  message: "the execution was aborted (handler closed or invoke abandoned) before it finished",
+  retryable: false,
+});
+const TERMINAL_EVENT: Readonly<
+  Record<string, "executor_completed" | "executor_failed" | "cancelled" | "stopped">
+> = {
+  succeeded: "executor_completed",
+  failed: "executor_failed",
+  cancelled: "cancelled",
+  stopped: "stopped",
+};
+/** Issues listed in `details.issues` at most (the message gives the total). */
+const MAX_LISTED_ISSUES = 100;
+
+function optionError(what: string, option: string, rule: string, value: unknown): TypeError {
+  let shown: string;
+  try {
+    shown = typeof value === "string" ? JSON.stringify(value) : String(value);
+  } catch {
+    shown = Object.prototype.toString.call(value);
+  }
+  return new TypeError(`Cannot ${what} as '${option}' ${rule}: current value is ${shown}`);
+}
+
+function positiveInteger(value: unknown, fallback: number, what: string, option: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw optionError(what, option, "must be a positive integer", value);
+  }
+  return value;
+}
+
+function booleanOption(value: unknown, fallback: boolean, what: string, option: string): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw optionError(what, option, "must be a boolean", value);
+  return value;
+}
+
+/** Reports one record; a logger that throws cannot report itself, so the console gets both. */
+function report(logger: ToolLogger, record: ToolLogRecord): void {
+  try {
+    logger(record);
+  } catch (error) {
+    consoleLogger(record);
+    consoleLogger({ level: "error", event: "logger.failed", message: "the logger threw", error });
+  }
+}
+
+function keyFields(context: ToolContext) {
+  return {
+    endpointId: context.endpointId,
+    operation: context.operation,
+    invocationId: context.executionKey.invocationId,
+    attemptId: context.executionKey.attemptId,
+  };
+}
+
+function issuePath(issue: StandardSchemaV1Issue): (string | number)[] {
+  const path: (string | number)[] = [];
+  for (const segment of issue.path ?? []) {
+    const key = typeof segment === "object" && segment !== null ? segment.key : segment;
+    path.push(typeof key === "number" ? key : String(key));
+  }
+  return path;
+}
+
+function invalidArguments(issues: ReadonlyArray<StandardSchemaV1Issue>): ToolEndpointError {
+  const count = issues.length === 1 ? "1 issue" : `${issues.length} issues`;
+  try {
+    const listed = issues.slice(0, MAX_LISTED_ISSUES).map((issue) => ({
+      path: issuePath(issue),
+      message: String(issue.message),
+    }));
+    const first = listed[0];
+    const where = first === undefined || first.path.length === 0 ? "" : `${first.path.join(".")}: `;
+    return new ToolEndpointError(
+      new ToolError({
+        code: ToolErrorCodes.ENDPOINT_INVALID_ARGUMENTS,
+        message: `arguments are invalid (${count}): ${where}${first?.message ?? "rejected"}`,
+        retryable: false,
+        details: { issues: listed },
+      }),
+    );
+  } catch {
+    // An issue that is not representable as JSON text (a lone surrogate, a throwing toString)
+    // still rejects the arguments, without the list.
+    return new ToolEndpointError(
+      new ToolError({
+        code: ToolErrorCodes.ENDPOINT_INVALID_ARGUMENTS,
+        message: `arguments are invalid (${count})`,
+        retryable: false,
+      }),
+    );
+  }
+}
+
+/**
+ * The validation step of one definition: the validated arguments, synchronously when the schema
+ * answers synchronously. Throws a `ToolEndpointError` (rejected before execution).
+ */
+type Validate<A> = (
+  request: ToolRequest,
+  context: ToolContext,
+  logger: ToolLogger,
+) => A | Promise<A>;
+
+function validatorOf<A>(schema: ArgumentSchema | undefined, what: string): Validate<A> {
+  if (schema === undefined) return (request) => request.arguments as A;
+  let standard: StandardSchemaV1;
+  if (isStandardSchema(schema)) standard = schema;
+  else if (typeof schema === "object" && schema !== null) standard = jsonSchema(schema);
+  else {
+    throw optionError(what, "arguments", "must be a Standard Schema or a JSON Schema", schema);
+  }
+  const validate = standard["~standard"].validate;
+  const failed = (context: ToolContext, logger: ToolLogger, error: unknown): never => {
+    report(logger, {
+      level: "error",
+      event: "arguments.validator_failed",
+      message: "the argument validator threw",
+      ...keyFields(context),
+      error,
+    });
+    throw new ToolEndpointError(VALIDATOR_ERROR);
+  };
+  const settle = (result: StandardSchemaV1Result<unknown>): A => {
+    if (typeof result !== "object" || result === null) {
+      throw new TypeError(`a Standard Schema validate() returned ${String(result)}`);
+    }
+    if (result.issues === undefined) return result.value as A;
+    if (!Array.isArray(result.issues)) {
+      throw new TypeError("a Standard Schema validate() returned issues that are not an array");
+    }
+    throw invalidArguments(result.issues);
+  };
+  const checked = (context: ToolContext, logger: ToolLogger, result: unknown): A => {
+    try {
+      return settle(result as StandardSchemaV1Result<unknown>);
+    } catch (error) {
+      if (error instanceof ToolEndpointError) throw error;
+      return failed(context, logger, error);
+    }
+  };
+  return (request, context, logger) => {
+    let result: ReturnType<typeof validate>;
+    try {
+      result = validate(request.arguments);
+    } catch (error) {
+      return failed(context, logger, error);
+    }
+    if (result instanceof Promise) {
+      return result.then(
+        (value) => checked(context, logger, value),
+        (error) => failed(context, logger, error),
+      );
+    }
+    return checked(context, logger, result);
+  };
+}
+
+function isAbort(error: unknown, signal: AbortSignal): boolean {
+  return error === signal.reason ||
+    (error instanceof DOMException && error.name === "AbortError");
+}
+
+/**
+ * The terminal result of a settled function (see the module documentation's table), logging
+ * every failed or unknown outcome with the execution key.
+ */
+function outcomeOf(
+  fulfilled: boolean,
+  value: unknown,
+  stopStatus: "cancelled" | "stopped" | undefined,
+  signal: AbortSignal,
+  context: ToolContext,
+  logger: ToolLogger,
+): ToolResult {
+  if (fulfilled) {
+    try {
+      return new ToolResult({
+        status: stopStatus ?? "succeeded",
+        outputs: (value ?? undefined) as object | undefined,
+      });
+    } catch (error) {
+      report(logger, {
+        level: "error",
+        event: "provider.invalid_outputs",
+        message: INVALID_OUTPUTS_ERROR.message,
+        ...keyFields(context),
+        error,
+      });
+      return new ToolResult({ status: "failed", error: INVALID_OUTPUTS_ERROR });
+    }
+  }
+  if (stopStatus !== undefined && isAbort(value, signal)) {
+    return new ToolResult({ status: stopStatus });
+  }
+  let error: ToolError;
+  let level: ToolLogRecord["level"] = "error";
+  let status: "failed" | "unknown" = "failed";
+  if (value instanceof ToolEndpointError) {
+    error = value.error;
+    level = "info";
+  } else if (signal.aborted && isTimeout(signal.reason)) {
+    error = DEADLINE_ERROR;
+    level = "warn";
+  } else if (signal.aborted) {
+    error = ABORTED_ERROR;
+    level = "warn";
+    status = "unknown";
+  } else {
+    error = INTERNAL_ERROR;
+  }
+  report(logger, {
+    level,
+    event: status === "unknown" ? "provider.aborted" : "provider.failed",
+    message: `${error.code}: ${error.message}`,
+    ...keyFields(context),
+    error: value,
+  });
+  return new ToolResult({ status, error });
+}
+
+function isTimeout(reason: unknown): boolean {
+  return reason instanceof DOMException && reason.name === "TimeoutError";
+}
+
+function statusOf(result: ToolResult): ToolExecutionStatus {
+  switch (result.status) {
+    case "succeeded":
+      return new ToolExecutionStatus({ phase: "completed" });
+    case "failed":
+    case "unknown":
+      return new ToolExecutionStatus({ phase: result.status, error: result.error! });
+    default:
+      return new ToolExecutionStatus({ phase: result.status });
+  }
+}
+
+/** The context object an Action or Session function receives. */
+class ExecutionCall implements ExecutionCallContext {
+  readonly signal: AbortSignal;
+  readonly context: ToolContext;
+  readonly request: ToolRequest;
+  readonly #events: ToolEventEmitter;
+  readonly #execution: Execution;
+  readonly #logger: ToolLogger;
+
+  constructor(
+    execution: Execution,
+    request: ToolRequest,
+    context: ToolContext,
+    events: ToolEventEmitter,
+    logger: ToolLogger,
+  ) {
+    this.signal = execution.controller.signal;
+    this.context = context;
+    this.request = request;
+    this.#events = events;
+    this.#execution = execution;
+    this.#logger = logger;
+  }
+
+  // Arrow-function fields: the function may destructure `{ emit, progress }` from its context.
+  readonly emit = (type: "progress" | "heartbeat", data?: object): Promise<boolean> => {
+    if (type !== "progress" && type !== "heartbeat") {
+      return Promise.reject(
+        optionError("emit an event", "type", 'must be "progress" or "heartbeat"', type),
+      );
+    }
+    let event: ToolEvent;
+    try {
+      event = new ToolEvent({ type, data });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#execution.result !== undefined) {
+      report(this.#logger, {
+        level: "warn",
+        event: "event.late",
+        message: `a ${type} event was emitted after the execution finished; it was dropped`,
+        ...keyFields(this.context),
+      });
+      return Promise.resolve(false);
+    }
+    return this.#publish(event);
+  };
+
+  readonly progress = (data?: object): Promise<boolean> => this.emit("progress", data);
+
+  async #publish(event: ToolEvent): Promise<boolean> {
+    try {
+      await this.#events.emit(event);
+      return true;
+    } catch (error) {
+      report(this.#logger, {
+        level: "warn",
+        event: "event.refused",
+        message: `a ${event.type} event could not be published`,
+        ...keyFields(this.context),
+        error,
+      });
+      return false;
+    }
+  }
+
+  /** Emits the terminal event of the recorded result (none for `unknown`). */
+  async terminal(result: ToolResult): Promise<void> {
+    const type = TERMINAL_EVENT[result.status];
+    if (type === undefined) return;
+    try {
+      await this.#events.emit(new ToolEvent({ type }));
+    } catch (error) {
+      report(this.#logger, {
+        level: "warn",
+        event: "event.terminal_refused",
+        message: `the terminal ${type} event could not be published`,
+        ...keyFields(this.context),
+        error,
+      });
+    }
+  }
+}
+
+interface Settings {
+  readonly semantics: "query" | "action" | "session";
+  readonly maxConcurrency: number;
+  readonly controllable: boolean;
+}
+
+function settingsOf(
+  semantics: "query" | "action" | "session",
+  options: Record<string, unknown>,
+): Settings {
+  const label = defining(semantics);
+  const control = semantics === "action" ? "cancellable" : "stoppable";
+  return {
+    semantics,
+    maxConcurrency: positiveInteger(options.maxConcurrency, 1, label, "maxConcurrency"),
+    controllable: semantics === "query"
+      ? false
+      : booleanOption(options[control], true, label, control),
+  };
+}
+
+/** "define a query", "define an action", "define a session": the subject of option errors. */
+function defining(semantics: "query" | "action" | "session"): string {
+  return `define ${semantics === "action" ? "an" : "a"} ${semantics}`;
+}
+
+function checkRun(run: unknown, semantics: "query" | "action" | "session"): void {
+  if (typeof run !== "function") {
+    throw optionError(defining(semantics), "run", "must be a function", run);
+  }
+}
+
+function descriptorFor(settings: Settings, name: string): ToolOperationDescriptor {
+  return new ToolOperationDescriptor({
+    name,
+    semantics: settings.semantics,
+    cancellable: settings.semantics === "action" && settings.controllable,
+    stoppable: settings.semantics === "session" && settings.controllable,
+    statusSupported: settings.semantics !== "query",
+    maxConcurrency: settings.maxConcurrency,
+  });
+}
+
+function implementOptions(options: ImplementOptions) {
+  if (typeof options !== "object" || options === null) {
+    throw optionError("implement an operation", "options", "must be an object", options);
+  }
+  if (typeof options.name !== "string" || options.name === "") {
+    throw optionError("implement an operation", "name", "must be a non-empty string", options.name);
+  }
+  const logger = options.logger ?? consoleLogger;
+  if (typeof logger !== "function") {
+    throw optionError("implement an operation", "logger", "must be a function", logger);
+  }
+  const track = options.track;
+  if (track !== undefined && typeof track !== "function") {
+    throw optionError("implement an operation", "track", "must be a function", track);
+  }
+  return {
+    logger,
+    track,
+    maxRetained: positiveInteger(
+      options.maxRetainedExecutions,
+      1024,
+      "implement an operation",
+      "maxRetainedExecutions",
+    ),
+  };
+}
+
+/** The Query provider of a definition. */
+function implementQuery<A>(
+  run: QueryFunction<A>,
+  validate: Validate<A>,
+  options: ImplementOptions,
+): QueryToolEndpoint {
+  const { logger } = implementOptions(options);
+  const execute = async (
+    args: A,
+    request: ToolRequest,
+    context: ToolContext,
+    signal: AbortSignal,
+  ): Promise<ToolResult> => {
+    let fulfilled = true;
+    let value: unknown;
+    try {
+      value = await run(args, { signal, context, request });
+    } catch (error) {
+      fulfilled = false;
+      value = error;
+    }
+    return outcomeOf(fulfilled, value, undefined, signal, context, logger);
+  };
+  return {
+    query(request, context, { signal }) {
+      const args = validate(request, context, logger);
+      if (args instanceof Promise) {
+        return args.then((valid) => execute(valid, request, context, signal));
+      }
+      return execute(args, request, context, signal);
+    },
+  };
+}
+
+/** The Action or Session provider of a definition. */
+function implementExecution<A>(
+  settings: Settings,
+  run: ExecutionFunction<A>,
+  validate: Validate<A>,
+  options: ImplementOptions,
+): ActionToolEndpoint & SessionToolEndpoint {
+  const { logger, maxRetained, track } = implementOptions(options);
+  const table = new ExecutionTable(maxRetained);
+  const command = settings.semantics === "action" ? "cancel" : "stop";
+  const stopStatus = settings.semantics === "action" ? "cancelled" : "stopped";
+  const answers = {
+    accepted: new ToolControlResponse({ command, status: "accepted" }),
+    terminal: new ToolControlResponse({ command, status: "terminal" }),
+    unsupported: new ToolControlResponse({ command, status: "unsupported" }),
+    notFound: new ToolControlResponse({ command, status: "rejected", error: NOT_FOUND_ERROR }),
+  };
+
+  const begin = (
+    args: A,
+    request: ToolRequest,
+    context: ToolContext,
+    events: ToolEventEmitter,
+    outer: AbortSignal,
+  ): ToolAccepted | Promise<ToolAccepted> => {
+    const keyId = context.executionKey.id;
+    const existing = table.get(keyId);
+    if (existing?.result !== undefined) {
+      // The handler forgot this finished execution and this table did not: replay its result.
+      // The terminal event is established before start() returns, so the invoke answers with
+      // the result itself (the handler's rule for a result established during start()).
+      return new ExecutionCall(existing, request, context, events, logger)
+        .terminal(existing.result).then(() => ACCEPTED);
+    }
+    if (existing !== undefined) {
+      throw new ToolEndpointError(
+        new ToolError({
+          code: ToolErrorCodes.EXECUTION_CONFLICT,
+          message: "an execution with this key is already running here",
+          retryable: false,
+        }),
+      );
+    }
+    const execution: Execution = {
+      key: context.executionKey,
+      controller: new AbortController(),
+      status: RUNNING,
+      result: undefined,
+      response: undefined,
+      stopRequested: false,
+    };
+    table.add(keyId, execution);
+    const controller = execution.controller;
+    const forward = () => controller.abort(outer.reason);
+    if (outer.aborted) forward();
+    else outer.addEventListener("abort", forward, { once: true });
+    const call = new ExecutionCall(execution, request, context, events, logger);
+    const finish = (fulfilled: boolean, value: unknown): Promise<void> => {
+      outer.removeEventListener("abort", forward);
+      const result = outcomeOf(
+        fulfilled,
+        value,
+        execution.stopRequested ? stopStatus : undefined,
+        controller.signal,
+        context,
+        logger,
+      );
+      // The result first: the terminal event's barrier asks result() for it.
+      execution.result = result;
+      execution.response = new ToolResultResponse({ status: "available", result });
+      execution.status = statusOf(result);
+      table.finish(keyId);
+      return call.terminal(result);
+    };
+    let running: Promise<ToolOutputs>;
+    try {
+      running = Promise.resolve(run(args, call));
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    const work = running
+      .then((value) => finish(true, value), (error) => finish(false, error))
+      .catch((error) =>
+        report(logger, {
+          level: "error",
+          event: "provider.internal",
+          message: "recording the outcome of an execution failed",
+          ...keyFields(context),
+          error,
+        })
+      );
+    track?.(work);
+    return ACCEPTED;
+  };
+
+  const control = (key: ToolExecutionKey, reason: string | undefined): ToolControlResponse => {
+    const execution = table.get(key.id);
+    if (execution === undefined) return answers.notFound;
+    if (execution.result !== undefined) return answers.terminal;
+    if (!settings.controllable) return answers.unsupported;
+    if (!execution.stopRequested) {
+      execution.stopRequested = true;
+      execution.status = STOPPING;
+      execution.controller.abort(
+        new DOMException(reason ?? `a ${command} control was accepted`, "AbortError"),
+      );
+    }
+    return answers.accepted;
+  };
+
+  return {
+    start(request, context, events, { signal }: ToolCallOptions) {
+      const args = validate(request, context, logger);
+      if (args instanceof Promise) {
+        return args.then((valid) => begin(valid, request, context, events, signal));
+      }
+      return begin(args, request, context, events, signal);
+    },
+    cancel: (key, reason) => control(key, reason),
+    stop: (key, reason) => control(key, reason),
+    status(key) {
+      const execution = table.get(key.id);
+      if (execution === undefined) throw new ToolEndpointError(NOT_FOUND_ERROR);
+      return execution.status;
+    },
+    result(key) {
+      const execution = table.get(key.id);
+      if (execution === undefined) return NOT_FOUND;
+      return execution.response ?? PENDING;
+    },
+  };
+}
+
+function makeDefinition<S extends "query" | "action" | "session">(
+  settings: Settings,
+  implement: (options: ImplementOptions) => ToolEndpointImplementation,
+): ToolOperationDefinition<S> {
+  return Object.freeze({
+    semantics: settings.semantics as S,
+    operationDescriptor: (name: string) => descriptorFor(settings, name),
+    implement: implement as ToolOperationDefinition<S>["implement"],
+  });
+}
+
+/** Splits the `(options, run)` and `(run)` call forms. */
+function splitArgs(
+  first: unknown,
+  second: unknown,
+): [Record<string, unknown>, unknown] {
+  if (second === undefined && typeof first === "function") return [{}, first];
+  if (typeof first !== "object" || first === null) return [{}, second ?? first];
+  return [first as Record<string, unknown>, second];
+}
+
+/**
+ * Defines a Query operation from one function: it receives the validated arguments and
+ * `{ signal, context, request }` and returns the outputs. The result statuses are those of the
+ * module documentation.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { defineQuery, jsonSchema } from "@forge/tool";
+ * const detect = defineQuery(
+ *   { arguments: jsonSchema<{ class: string }>({ type: "object", required: ["class"] }) },
+ *   (args) => ({ objects: [args.class] }),
+ * );
+ * assertEquals(detect.operationDescriptor("detect").semantics, "query");
+ * ```
+ */
+export function defineQuery(run: QueryFunction<JsonObject>): ToolOperationDefinition<"query">;
+/** Defines a Query operation with options (an argument schema, `maxConcurrency`). */
+export function defineQuery<S extends ArgumentSchema = JsonSchema>(
+  options: DefinitionOptions<S>,
+  run: QueryFunction<ArgumentsOf<S>>,
+): ToolOperationDefinition<"query">;
+export function defineQuery(first: unknown, second?: unknown): ToolOperationDefinition<"query"> {
+  const [options, run] = splitArgs(first, second);
+  checkRun(run, "query");
+  const settings = settingsOf("query", options);
+  const validate = validatorOf<unknown>(
+    options.arguments as ArgumentSchema | undefined,
+    "define a query",
+  );
+  return makeDefinition(
+    settings,
+    (implement) => implementQuery(run as QueryFunction<unknown>, validate, implement),
+  );
+}
+
+/**
+ * Defines an Action operation from one function: it receives the validated arguments and
+ * `{ signal, emit, progress, context, request }` and returns the outputs. `start()` admits at
+ * once; an accepted `cancel` aborts `signal`, and what the function then returns (or `{}` if it
+ * throws the abort) becomes the `cancelled` result.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { defineAction } from "@forge/tool";
+ * const move = defineAction({ maxConcurrency: 2 }, async (args, { progress }) => {
+ *   await progress({ fraction: 0.5 });
+ *   return { reached: args.target ?? null };
+ * });
+ * assertEquals(move.operationDescriptor("move").cancellable, true);
+ * ```
+ */
+export function defineAction(run: ExecutionFunction<JsonObject>): ToolOperationDefinition<"action">;
+/** Defines an Action operation with options (an argument schema, `maxConcurrency`, `cancellable`). */
+export function defineAction<S extends ArgumentSchema = JsonSchema>(
+  options: ActionDefinitionOptions<S>,
+  run: ExecutionFunction<ArgumentsOf<S>>,
+): ToolOperationDefinition<"action">;
+export function defineAction(first: unknown, second?: unknown): ToolOperationDefinition<"action"> {
+  return defineExecution("action", first, second);
+}
+
+/**
+ * Defines a Session operation from one function: it receives the validated arguments and
+ * `{ signal, emit, progress, context, request }`, runs until its work ends or `signal` aborts,
+ * and returns the outputs. An accepted `stop` aborts `signal`, and what the function then
+ * returns (or `{}` if it throws the abort) becomes the `stopped` result.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { defineSession } from "@forge/tool";
+ * const follow = defineSession(async (_args, { signal }) => {
+ *   await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+ *   return { followed: true };
+ * });
+ * assertEquals(follow.operationDescriptor("follow").stoppable, true);
+ * ```
+ */
+export function defineSession(
+  run: ExecutionFunction<JsonObject>,
+): ToolOperationDefinition<"session">;
+/** Defines a Session operation with options (an argument schema, `maxConcurrency`, `stoppable`). */
+export function defineSession<S extends ArgumentSchema = JsonSchema>(
+  options: SessionDefinitionOptions<S>,
+  run: ExecutionFunction<ArgumentsOf<S>>,
+): ToolOperationDefinition<"session">;
+export function defineSession(
+  first: unknown,
+  second?: unknown,
+): ToolOperationDefinition<"session"> {
+  return defineExecution("session", first, second);
+}
+
+function defineExecution<S extends "action" | "session">(
+  semantics: S,
+  first: unknown,
+  second: unknown,
+): ToolOperationDefinition<S> {
+  const [options, run] = splitArgs(first, second);
+  checkRun(run, semantics);
+  const settings = settingsOf(semantics, options);
+  const validate = validatorOf<unknown>(
+    options.arguments as ArgumentSchema | undefined,
+    defining(semantics),
+  );
+  return makeDefinition(
+    settings,
+    (implement) =>
+      implementExecution(settings, run as ExecutionFunction<unknown>, validate, implement),
+  );
+}
+
+/** Options of {@linkcode defineEndpoint}. */
+export interface EndpointDefinitionOptions {
+  /** The logical endpoint id. */
+  readonly endpointId: string;
+  /** The operations by name, in descriptor order. */
+  readonly operations: Readonly<Record<string, ToolOperationDefinition>>;
+  /**
+   * Where provider failures are reported.
+   *
+   * @default {consoleLogger}
+   */
+  readonly logger?: ToolLogger;
+  /**
+   * The handler's ledger bound, and the finished executions each Action and Session operation
+   * keeps (a positive integer).
+   *
+   * @default {1024}
+   */
+  readonly maxRetainedExecutions?: number;
+}
+
+/** The handler options {@linkcode ToolEndpointDefinition.createHandler} takes. */
+export type DefinedHandlerOptions = Omit<
+  ToolEndpointHandlerOptions,
+  "operations" | "maxRetainedExecutions"
+>;
+
+/** An endpoint built from definitions: its descriptor, its providers, and a handler factory. */
+export interface ToolEndpointDefinition {
+  /** The descriptor derived from the definitions (protocol `forge.tool.endpoint/v1alpha1`). */
+  readonly descriptor: ToolEndpointDescriptor;
+  /** One SPI provider per operation, for `ToolEndpointHandlerOptions.operations`. */
+  readonly operations: Readonly<Record<string, ToolEndpointImplementation>>;
+  /** A handler serving these providers, with the definition's `maxRetainedExecutions`. */
+  createHandler(options: DefinedHandlerOptions): ToolEndpointHandler;
+  /**
+   * Resolves once every Action and Session function started so far has settled and its terminal
+   * event was emitted or refused. `handler.close()` aborts their signals without waiting for them:
+   * await `idle()` after it for a complete shutdown.
+   */
+  idle(): Promise<void>;
+}
+
+/**
+ * Builds an endpoint from named definitions: the descriptor (each operation's name written once,
+ * as its key), a provider per operation, and `createHandler()`. Call `createHandler` once per
+ * handler: the providers' executions tables belong to this endpoint definition.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { defineAction, defineEndpoint, defineQuery } from "@forge/tool";
+ * const endpoint = defineEndpoint({
+ *   endpointId: "arm",
+ *   operations: {
+ *     pose: defineQuery(() => ({ x: 0 })),
+ *     move: defineAction(() => ({ reached: true })),
+ *   },
+ * });
+ * assertEquals(endpoint.descriptor.operations.map((o) => o.name), ["pose", "move"]);
+ * const handler = endpoint.createHandler({ endpointInstanceId: "arm-1" });
+ * assertEquals(handler.state.maxRetainedExecutions, 1024);
+ * ```
+ */
+export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpointDefinition {
+  const what = "define an endpoint";
+  if (typeof options !== "object" || options === null) {
+    throw optionError(what, "options", "must be an object", options);
+  }
+  const definitions: unknown = options.operations;
+  if (typeof definitions !== "object" || definitions === null || Array.isArray(definitions)) {
+    throw optionError(what, "operations", "must be an object of definitions", definitions);
+  }
+  const maxRetained = positiveInteger(
+    options.maxRetainedExecutions,
+    1024,
+    what,
+    "maxRetainedExecutions",
+  );
+  const logger = options.logger ?? consoleLogger;
+  const running = new Set<Promise<void>>();
+  const track = (work: Promise<void>) => {
+    running.add(work);
+    work.then(() => running.delete(work));
+  };
+  const descriptors: ToolOperationDescriptor[] = [];
+  const operations: Record<string, ToolEndpointImplementation> = {};
+  for (const [name, definition] of Object.entries(definitions)) {
+    const candidate = definition as Partial<ToolOperationDefinition> | null;
+    if (
+      typeof candidate !== "object" || candidate === null ||
+      typeof candidate.implement !== "function" ||
+      typeof candidate.operationDescriptor !== "function"
+    ) {
+      throw optionError(
+        what,
+        `operations.${name}`,
+        "must be a definition from defineQuery, defineAction or defineSession",
+        definition,
+      );
+    }
+    descriptors.push(candidate.operationDescriptor(name));
+    operations[name] = candidate.implement({
+      name,
+      endpointId: options.endpointId,
+      logger,
+      maxRetainedExecutions: maxRetained,
+      track,
+    });
+  }
+  const descriptor = new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId: options.endpointId,
+    operations: descriptors,
+  });
+  Object.freeze(operations);
+  return Object.freeze({
+    descriptor,
+    operations,
+    async idle(): Promise<void> {
+      while (running.size > 0) await Promise.all([...running]);
+    },
+    createHandler(handlerOptions: DefinedHandlerOptions): ToolEndpointHandler {
+      return new ToolEndpointHandler(descriptor, {
+        ...handlerOptions,
+        operations,
+        maxRetainedExecutions: maxRetained,
+      });
+    },
+  });
+}
