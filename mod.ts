@@ -79,3 +79,6 @@ export {
   type EndpointNodePhase,
   newEndpointInstanceId,
 } from "./src/node/node.ts";
+
+// --- Route trust on headers (decode-path reliability) -------------------------------------------
+export { type ToolRequestRoute } from "./src/handler/handler.ts";

@@ -721,11 +721,12 @@ Deno.test("input that is not trusted is raised, never answered", async () => {
     endpointId: "vision.yolo",
     endpointInstanceId: "instance-1",
   });
-  await assertRejects(
+  const refused = await assertRejects(
     () => dora.dispatchInput(toolEnvelopeToMessage(unregister)),
-    RangeError,
-    "execution request",
+    ToolProtocolError,
+    "request envelope must be an execution request, found 'endpoint.unregister'",
   );
+  assertStrictEquals(refused.code, CODES.UNKNOWN_MESSAGE_TYPE);
   // Not a carrier at all.
   await assertRejects(() => dora.dispatchInput({} as never), TypeError);
   // handleInput is invoke-only.

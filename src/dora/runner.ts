@@ -87,9 +87,13 @@ const DEFAULT_REQUEST_INPUT = "tool_request";
 const DEFAULT_RESPONSE_OUTPUT = "tool_response";
 const DEFAULT_GRACE_MS = 5000;
 
+/** An error for the log: its name, its code when it has one (a protocol error), its message. */
 function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string"
+    ? `${error.name} ${code}: ${error.message}`
+    : `${error.name}: ${error.message}`;
 }
 
 /**
