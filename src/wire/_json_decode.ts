@@ -84,6 +84,7 @@ function sameKey(bytes: Uint8Array, a: number, b: number): boolean {
  */
 class KeyTable {
   #slots = new Int32Array(3 * 256);
+  #mask = 255;
   #shift = 32 - 8;
   #size = 0;
   #probes = 0;
@@ -99,9 +100,9 @@ class KeyTable {
    * holds the same key, -1 when the probe budget is spent.
    */
   add(bytes: Uint8Array, owner: number, hash: number, start: number): number {
-    if (2 * (this.#size + 1) > this.#slots.length / 3) this.#grow();
+    if (2 * this.#size >= this.#mask) this.#grow();
     const slots = this.#slots;
-    const mask = slots.length / 3 - 1;
+    const mask = this.#mask;
     let index = Math.imul(hash, 0x9e3779b1) >>> this.#shift;
     for (;;) {
       const at = 3 * index;
@@ -113,10 +114,10 @@ class KeyTable {
         this.#size++;
         return 1;
       }
-      if (++this.#probes > PROBE_BUDGET_PER_KEY * this.#size + PROBE_BUDGET_BASE) return -1;
       if (occupant === owner && slots[at + 1] === hash && sameKey(bytes, slots[at + 2], start)) {
         return 0;
       }
+      if (++this.#probes > PROBE_BUDGET_PER_KEY * this.#size + PROBE_BUDGET_BASE) return -1;
       index = (index + 1) & mask;
     }
   }
@@ -125,16 +126,18 @@ class KeyTable {
     const old = this.#slots;
     const slots = new Int32Array(old.length * 2);
     const shift = this.#shift - 1;
-    const mask = slots.length / 3 - 1;
+    const mask = this.#mask * 2 + 1;
     for (let at = 0; at < old.length; at += 3) {
       if (old[at] === 0) continue;
       let index = Math.imul(old[at + 1], 0x9e3779b1) >>> shift;
       while (slots[3 * index] !== 0) index = (index + 1) & mask;
-      slots[3 * index] = old[at];
-      slots[3 * index + 1] = old[at + 1];
-      slots[3 * index + 2] = old[at + 2];
+      const to = 3 * index;
+      slots[to] = old[at];
+      slots[to + 1] = old[at + 1];
+      slots[to + 2] = old[at + 2];
     }
     this.#slots = slots;
+    this.#mask = mask;
     this.#shift = shift;
   }
 }
