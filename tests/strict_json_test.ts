@@ -343,6 +343,8 @@ Deno.test("different keys with the same scan hash are not duplicates and stay on
       `{${filler},"${a}":1,"${b}":2}`,
       `{${filler},"inner":{"${a}":1,"x":[{"${b}":0}],"${b}":2},"${a}":3}`,
       `{${filler},"inner":{${filler},"${a}":1,"${b}":2},"${b}":3}`,
+      // Sibling large objects with the same keys: a closed object's keys never match again.
+      `{"list":[{${filler},"${a}":1},{${filler},"${a}":1,"${b}":2}],${filler}}`,
     ]
   ) {
     const parsed = parseStrictJsonBytes(bytes(doc));
