@@ -83,9 +83,9 @@ function sameKey(bytes: Uint8Array, a: number, b: number): boolean {
  * takes the exact path, so keys crafted to collide cost linear time, never quadratic.
  */
 class KeyTable {
-  #slots = new Int32Array(3 * 256);
-  #mask = 255;
-  #shift = 32 - 8;
+  #slots = new Int32Array(3 * 64);
+  #mask = 63;
+  #shift = 32 - 6;
   #size = 0;
   #probes = 0;
   #owners = 0;
