@@ -404,7 +404,6 @@ interface Frame {
   kind: Ctx;
   array?: unknown[];
   object?: Record<string, unknown>;
-  seen?: Set<string>;
   key?: string;
   duplicate?: string;
 }
@@ -455,7 +454,7 @@ function parseExactOrFault(text: string): unknown {
         i++;
         v = {};
       } else {
-        const frame: Frame = { kind: Ctx.ObjectValue, object: {}, seen: new Set() };
+        const frame: Frame = { kind: Ctx.ObjectValue, object: {} };
         stack.push(frame);
         readKey(frame);
         continue value;
@@ -524,8 +523,11 @@ function parseExactOrFault(text: string): unknown {
       }
       // Object member value.
       const key = frame.key!;
-      if (frame.seen!.has(key)) frame.duplicate ??= key;
-      else frame.seen!.add(key);
+      // The object is its own key set: a member is an own property once set (setOwn makes
+      // "__proto__" one too), and no JSON value is undefined.
+      if (frame.duplicate === undefined && Object.hasOwn(frame.object!, key)) {
+        frame.duplicate = key;
+      }
       setOwn(frame.object!, key, v);
       if (integralFloat) markFloatMember(frame.object!, key);
       integralFloat = false;
