@@ -101,6 +101,16 @@ Deno.bench({
   fn: () => refused(() => binding.dispatchIpc(ipc)),
 });
 Deno.bench({
+  name: "generic: apache-arrow IPC read + dispatchInput refusal",
+  group: refusalGroup,
+  warmup: 20,
+  n: 100,
+  fn: () =>
+    refused(() =>
+      binding.dispatchInput(decodeToolMessageIpc(ipc, { maxBytes: binding.maxCarrierBytes }))
+    ),
+});
+Deno.bench({
   name: "generic: dispatchInput refusal of the decoded batch",
   group: refusalGroup,
   warmup: 20,
