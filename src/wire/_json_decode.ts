@@ -7,7 +7,10 @@
  * ±(2^53 − 1), no float token that could overflow, no `-0`, nesting within the payload bound).
  * Anything the scan cannot prove, and every document `JSON.parse` refuses, goes to the exact
  * path: an iterative (never recursive) parser that reproduces the reference's decisions, codes,
- * messages, precedence and `line L column C` positions. Both paths run in linear time.
+ * messages, precedence and `line L column C` positions. Both paths run in linear time: the
+ * scan's duplicate check confirms every hash match on the key bytes (so many distinct keys stay on
+ * the fast path) and gives up within a linear probe budget (so keys crafted to share a hash cost
+ * one exact parse, never a quadratic scan).
  *
  * @module
  */
