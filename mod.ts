@@ -149,3 +149,6 @@ export {
   type StandardSchemaV1Props,
   type StandardSchemaV1Result,
 } from "./src/provider/schema.ts";
+
+// --- Route trust checked on the headers alone -------------------------------------------------
+export { type ToolRequestRoute } from "./src/handler/handler.ts";

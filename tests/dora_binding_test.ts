@@ -15,8 +15,12 @@ import {
   encodedEnvelopeSize,
   encodeEnvelope,
   invokeResponseFromPayload,
+  makeErrorResponseEnvelope,
+  makeEventEnvelope,
   makeInvokeRequestEnvelope,
+  makeInvokeResponseEnvelope,
   makeStatusRequestEnvelope,
+  makeStatusResponseEnvelope,
   statusResponseFromPayload,
   ToolAccepted,
   type ToolContext,
@@ -39,6 +43,7 @@ import {
 import {
   DoraToolEndpointBinding,
   type DoraToolEndpointBindingOptions,
+  encodeToolEnvelopeIpc,
   encodeToolMessageIpc,
   TOOL_MESSAGE_SCHEMA,
   toolEnvelopeToMessage,
@@ -721,11 +726,12 @@ Deno.test("input that is not trusted is raised, never answered", async () => {
     endpointId: "vision.yolo",
     endpointInstanceId: "instance-1",
   });
-  await assertRejects(
+  const refused = await assertRejects(
     () => dora.dispatchInput(toolEnvelopeToMessage(unregister)),
-    RangeError,
-    "execution request",
+    ToolProtocolError,
+    "request envelope must be an execution request, found 'endpoint.unregister'",
   );
+  assertStrictEquals(refused.code, CODES.UNKNOWN_MESSAGE_TYPE);
   // Not a carrier at all.
   await assertRejects(() => dora.dispatchInput({} as never), TypeError);
   // handleInput is invoke-only.
@@ -739,6 +745,132 @@ Deno.test("input that is not trusted is raised, never answered", async () => {
     "request envelope must be tool.invoke.request",
   );
   assertStrictEquals(query.calls, 0);
+});
+
+/** Runs `fn` and returns the ToolProtocolError it rejected with, as `code path message`. */
+async function refusal(fn: () => Promise<unknown>): Promise<string> {
+  const error = await assertRejects(fn, ToolProtocolError);
+  return `${error.code} ${error.path} ${error.message}`;
+}
+
+Deno.test("the route is checked on the headers before payload_json is parsed", async () => {
+  // Requests for another route whose payload_json is not even JSON: the refusal names the route,
+  // so the payload was never parsed. The three entry points and both IPC decoders agree.
+  const query = new FakeQuery();
+  const dora = binding(queryHandler(query));
+  const invoke = (instance: string | undefined, operation = "detect") =>
+    makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: {} }),
+      context("vision.yolo", operation),
+      { requestId: "request-1", endpointInstanceId: instance },
+    );
+  const cases: [ToolEnvelope, string][] = [
+    [
+      invoke("instance-2"),
+      "FORGE_PROTOCOL_ROUTE_MISMATCH endpoint_instance_id " +
+      "request targets endpoint instance 'instance-2', expected 'instance-1'",
+    ],
+    [
+      invoke(undefined),
+      "FORGE_PROTOCOL_ROUTE_MISMATCH endpoint_instance_id " +
+      "request targets endpoint instance None, expected 'instance-1'",
+    ],
+    [
+      request({}, { endpointId: "vision.other" }),
+      "FORGE_PROTOCOL_ROUTE_MISMATCH endpoint_id " +
+      "request targets endpoint 'vision.other', expected 'vision.yolo'",
+    ],
+    [
+      invoke("instance-1", "track"),
+      "FORGE_PROTOCOL_UNKNOWN_OPERATION operation endpoint does not declare operation 'track'",
+    ],
+    [
+      makeInvokeResponseEnvelope(new ToolResult({ status: "succeeded" }), request()),
+      "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE message_type " +
+      "request envelope must be an execution request, found 'tool.invoke.response'",
+    ],
+  ];
+  for (const payloadJson of ["[", '{"a":1,"a":2}', "x".repeat(100_000)]) {
+    for (const [envelope, expected] of cases) {
+      const batch = withPayloadJson(envelope, payloadJson);
+      const ipc = encodeToolMessageIpc(batch);
+      assertEquals(await refusal(() => dora.dispatchInput(batch)), expected);
+      assertEquals(await refusal(() => dora.handleInput(batch)), expected);
+      assertEquals(await refusal(() => dora.dispatchIpc(ipc)), expected);
+    }
+  }
+  // The header columns' own carrier rules still come first.
+  const blankRequestId = toolEnvelopeToMessage(invoke("instance-2"));
+  const children = [...blankRequestId.data.children];
+  children[2] = makeData({
+    type: new Utf8(),
+    length: 1,
+    nullCount: 0,
+    valueOffsets: new Int32Array([0, 1]),
+    data: new TextEncoder().encode(" "),
+  });
+  const badHeader = new RecordBatch(
+    blankRequestId.schema,
+    makeData({ type: new Struct(blankRequestId.schema.fields), length: 1, nullCount: 0, children }),
+  );
+  assertEquals(
+    await refusal(() => dora.dispatchInput(badHeader)),
+    "FORGE_PROTOCOL_INVALID_MESSAGE request_id request_id must be non-empty when present",
+  );
+  // A trusted request's payload is parsed as before.
+  assertEquals(
+    await refusal(() => dora.dispatchInput(withPayloadJson(request(), "["))),
+    "FORGE_PROTOCOL_INVALID_JSON payload_json " +
+      "payload_json must be valid strict JSON: Expecting value: line 1 column 2",
+  );
+  assertStrictEquals(query.calls, 0);
+});
+
+Deno.test("forged responses, events and endpoint messages on the request input are refused, never answered", async () => {
+  const query = new FakeQuery();
+  const published: unknown[] = [];
+  const dora = binding(queryHandler(query), {
+    eventSink: (batch) => void published.push(batch),
+    ipcEventSink: (bytes) => void published.push(bytes),
+  });
+  const invoke = request();
+  const forged: ToolEnvelope[] = [
+    makeInvokeResponseEnvelope(new ToolResult({ status: "succeeded" }), invoke),
+    makeStatusResponseEnvelope(
+      new ToolExecutionStatus({ phase: "running" }),
+      makeStatusRequestEnvelope(context(), {
+        requestId: "status-1",
+        endpointInstanceId: "instance-1",
+      }),
+    ),
+    makeErrorResponseEnvelope(new ToolError({ code: "X", message: "y" }), invoke),
+    makeEventEnvelope(new ToolEvent({ type: "heartbeat" }), context(), {
+      endpointInstanceId: "instance-1",
+      sequence: 0,
+    }),
+    new ToolEnvelope({
+      messageType: "endpoint.unregister",
+      requestId: "unregister-1",
+      endpointId: "vision.yolo",
+      endpointInstanceId: "instance-1",
+    }),
+    new ToolEnvelope({
+      messageType: "endpoint.status",
+      endpointId: "vision.yolo",
+      endpointInstanceId: "instance-1",
+      payload: { status: { state: "ready", active_invocations: 0, details: {} } },
+    }),
+  ];
+  for (const envelope of forged) {
+    const expected = "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE message_type " +
+      `request envelope must be an execution request, found '${envelope.messageType}'`;
+    const batch = toolEnvelopeToMessage(envelope);
+    assertEquals(await refusal(() => dora.dispatchInput(batch)), expected);
+    assertEquals(await refusal(() => dora.handleInput(batch)), expected);
+    assertEquals(await refusal(() => dora.dispatchIpc(encodeToolEnvelopeIpc(envelope))), expected);
+  }
+  assertStrictEquals(query.calls, 0);
+  assertEquals(published, []);
 });
 
 Deno.test("a request the handler refuses by throwing gets the internal fallback", async () => {

@@ -4,7 +4,9 @@ import {
   EndpointRegistry,
   endpointRegistryResponseFromPayload,
   endpointStatusFromEnvelope,
+  makeEventEnvelope,
   makeInvokeRequestEnvelope,
+  makeInvokeResponseEnvelope,
   makeRegistrationEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
@@ -12,11 +14,12 @@ import {
   ToolControlResponse,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
-  type ToolEnvelope,
+  ToolEnvelope,
   ToolEvent,
   ToolExecutionKey,
   ToolExecutionStatus,
   ToolOperationDescriptor,
+  ToolProtocolError,
   ToolRequest,
   ToolResult,
   ToolResultResponse,
@@ -35,6 +38,14 @@ const descriptor = new ToolEndpointDescriptor({
   operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
 });
 
+const requestContext = new ToolContext({
+  executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
+  toolId: "forge.tool.detect",
+  implementationId: "yolo",
+  endpointId: "vision.yolo",
+  operation: "detect",
+});
+
 function handler(): ToolEndpointHandler {
   return new ToolEndpointHandler(descriptor, {
     endpointInstanceId: "instance-1",
@@ -49,11 +60,69 @@ Deno.test("without a registration hook, a Registry response on the request input
     makeRegistrationEnvelope(descriptor, { endpointInstanceId: "instance-1", requestId: "r-1" }),
     "yolo",
   );
-  await assertRejects(
+  const refused = await assertRejects(
     () => binding.dispatchIpc(encodeToolEnvelopeIpc(response)),
-    RangeError,
-    "execution request",
+    ToolProtocolError,
+    "request envelope must be an execution request, found 'endpoint.registry.response'",
   );
+  assertEquals([refused.code, refused.path], [
+    "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE",
+    "message_type",
+  ]);
+});
+
+Deno.test("serveToolEndpoint refuses forged non-request messages: logged, counted, never answered", async () => {
+  // A response, an event and an endpoint.status arriving on the request input, through both
+  // codecs. Each is refused with its code in the node's log and counted as an error; the node
+  // keeps serving and answers the valid request that follows.
+  const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), requestContext, {
+    requestId: "request-1",
+    endpointInstanceId: "instance-1",
+  });
+  const forged: ToolEnvelope[] = [
+    makeInvokeResponseEnvelope(
+      new ToolResult({ status: "succeeded" }),
+      invoke,
+    ),
+    makeEventEnvelope(new ToolEvent({ type: "heartbeat" }), requestContext, {
+      endpointInstanceId: "instance-1",
+      sequence: 0,
+    }),
+    new ToolEnvelope({
+      messageType: "endpoint.status",
+      endpointId: "vision.yolo",
+      endpointInstanceId: "instance-1",
+      payload: { status: { state: "ready", active_invocations: 0, details: {} } },
+    }),
+  ];
+  for (const codec of ["fast", "generic"] as const) {
+    const flow = new LoopbackDataflow();
+    const logged: string[] = [];
+    const node = serveToolEndpoint(handler(), {
+      transport: flow.transport,
+      codec,
+      logger: (level, message) => void logged.push(`${level} ${message}`),
+    });
+    for (const envelope of forged) await flow.request(encodeToolEnvelopeIpc(envelope));
+    await flow.request(encodeToolEnvelopeIpc(invoke));
+    const answer = await flow.nextOutput();
+    await flow.stop();
+    const stats = await node;
+    assertEquals(decodeToolEnvelopeIpc(answer!.data).messageType, "tool.invoke.response", codec);
+    assertEquals(decodeToolEnvelopeIpc(answer!.data).requestId, "request-1", codec);
+    assertEquals(stats.requests, 4, codec);
+    assertEquals(stats.errors, 3, codec);
+    assertEquals(stats.responses, 1, codec);
+    const refusals = logged.filter((line) =>
+      line.startsWith("error ") &&
+      line.includes("ToolProtocolError FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE: ") &&
+      line.includes("request envelope must be an execution request")
+    );
+    assertEquals(refusals.length, 3, `${codec}: ${logged.join("\n")}`);
+    for (const envelope of forged) {
+      assert(refusals.some((line) => line.includes(`'${envelope.messageType}'`)), codec);
+    }
+  }
 });
 
 Deno.test("with a registration hook, a Registry response reaches it and nothing is answered", async () => {

@@ -9,7 +9,6 @@ import {
   assertLessOrEqual,
   assertRejects,
   assertStrictEquals,
-  assertThrows,
   fail,
 } from "@std/assert";
 import { deadline, delay } from "@std/async";
@@ -1346,7 +1345,7 @@ test("an invalid typed payload on a trusted route is a correlated tool.error", a
   assertEquals(provider.calls.query + provider.calls.start + provider.calls.cancel, 0);
 });
 
-test("non-execution messages and non-envelopes are raised", async () => {
+test("non-execution messages are refused with a protocol error, non-envelopes are raised", async () => {
   const provider = new Scripted();
   const handler = cell({ query: provider, action: provider, session: provider });
   const invoke = invokeFor(CA);
@@ -1371,18 +1370,46 @@ test("non-execution messages and non-envelopes are raised", async () => {
       payload: { status: { state: "ready", active_invocations: 0, details: {} } },
     }),
   ];
+  // A forged response, event or management message where requests are expected is refused
+  // with a protocol error (never answered), at every entry point.
   for (const envelope of others) {
-    await assertRejects(
+    const refusal = {
+      path: "message_type",
+      message: `request envelope must be an execution request, found '${envelope.messageType}'`,
+    };
+    await assertRejectsProtocol(
       () => handler.dispatch(envelope),
-      RangeError,
-      "request envelope must be an execution request",
+      "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE",
+      refusal,
     );
-    for (const method of [handler.handleStatus, handler.handleResult, handler.handleControl]) {
-      await assertRejects(() => method.call(handler, envelope), RangeError);
+    for (
+      const method of [
+        handler.handleStatus,
+        handler.handleResult,
+        handler.handleControl,
+        handler.handleInvoke,
+      ]
+    ) {
+      await assertRejectsProtocol(
+        () => method.call(handler, envelope),
+        "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE",
+        refusal,
+      );
     }
-    await assertRejects(() => handler.handleInvoke(envelope), RangeError, "tool.invoke.request");
-    assertThrows(() => handler.validateRequestRoute(envelope), RangeError);
+    for (const check of [handler.validateRequestRoute, handler.validateInvokeRoute]) {
+      await assertRejectsProtocol(
+        async () => await check.call(handler, envelope),
+        "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE",
+        refusal,
+      );
+    }
   }
+  // An execution request of another type is still programmer misuse for the invoke-only checks.
+  await assertRejects(
+    () => handler.handleInvoke(statusFor(CA)),
+    RangeError,
+    "request envelope must be tool.invoke.request",
+  );
   for (const value of [undefined, {}, invoke.payload]) {
     await assertRejects(
       () => handler.dispatch(value as unknown as ToolEnvelope),

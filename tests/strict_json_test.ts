@@ -25,6 +25,7 @@ import {
   unregisterText,
   wireText,
 } from "./_helpers.ts";
+import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
 
 const INT_RANGE = "integer exceeds interoperable range ±9007199254740991";
 
@@ -295,6 +296,94 @@ Deno.test("keys equal after unescaping are duplicates", () => {
   for (const [data, message] of cases) {
     assertProtocolError(() => decodeEnvelope(eventText(data)), CODES.DUPLICATE_KEY, { message });
   }
+});
+
+// Pairs of 5-letter pieces with equal FNV-1a 32-bit hashes, each pair from the hash state the
+// pieces before it leave: the first pair collides from the initial state, and every key made of
+// one piece of each of the first k pairs has the same hash as the 2^k - 1 others.
+const COLLIDING_PIECES: readonly (readonly [string, string])[] = [
+  ["0gprb", "5n3o0"],
+  ["52hip", "gj139"],
+  ["awyt3", "09dqv"],
+  ["ei48k", "6mnpf"],
+  ["msu16", "v6qwh"],
+  ["jdx1r", "8ybma"],
+  ["kspnf", "0n7v1"],
+  ["dkqjo", "rsop5"],
+  ["7gi8y", "4oc4h"],
+  ["6b6yn", "dw1ru"],
+  ["3equ1", "4r2tc"],
+];
+
+/** The 2^pairs keys of one hash: every choice of one piece from each of the first pairs. */
+function collidingKeys(pairs: number): string[] {
+  let keys = [""];
+  for (const [a, b] of COLLIDING_PIECES.slice(0, pairs)) {
+    keys = keys.flatMap((key) => [key + a, key + b]);
+  }
+  return keys;
+}
+
+/** FNV-1a over the UTF-8 bytes of an ASCII key (the hash of the decoder's duplicate scan). */
+function fnv1a(key: string): number {
+  let hash = 0x811c9dc5 | 0;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  return hash;
+}
+
+Deno.test("different keys with the same scan hash are not duplicates and stay on the fast path", () => {
+  const [a, b] = collidingKeys(1);
+  assertStrictEquals(fnv1a(a), fnv1a(b));
+  // A small object (keys compared one by one) and a large one (keys in the hash table), each
+  // nested in a large object.
+  const filler = Array.from({ length: 40 }, (_, i) => `"f${i}":${i}`).join(",");
+  for (
+    const doc of [
+      `{"${a}":1,"${b}":2}`,
+      `{${filler},"${a}":1,"${b}":2}`,
+      `{${filler},"inner":{"${a}":1,"x":[{"${b}":0}],"${b}":2},"${a}":3}`,
+      `{${filler},"inner":{${filler},"${a}":1,"${b}":2},"${b}":3}`,
+      // Sibling large objects with the same keys: a closed object's keys never match again.
+      `{"list":[{${filler},"${a}":1},{${filler},"${a}":1,"${b}":2}],${filler}}`,
+    ]
+  ) {
+    const parsed = parseStrictJsonBytes(bytes(doc));
+    assertStrictEquals(parsed.normalized, true, doc);
+    assertEquals(parsed.value, JSON.parse(doc));
+    assertEquals(decodeData(doc), JSON.parse(doc));
+  }
+  // The same key twice among colliding keys is still a duplicate, in either kind of object.
+  for (const doc of [`{"${a}":1,"${b}":2,"${a}":3}`, `{${filler},"${a}":1,"${b}":2,"${b}":3}`]) {
+    assertProtocolError(() => decodeEnvelope(eventText(doc)), CODES.DUPLICATE_KEY, {
+      message: `duplicate JSON object key: '${doc.endsWith(`"${a}":3}`) ? a : b}'`,
+    });
+  }
+});
+
+Deno.test("many distinct keys stay on the fast path", () => {
+  // 32768 keys (the hash table grows many times) and among them 8 keys of one hash.
+  const keys = Array.from({ length: 1 << 15 }, (_, i) => `k${i}`);
+  keys.splice(1000, 0, ...collidingKeys(3));
+  const doc = `{${keys.map((key, i) => `"${key}":${i}`).join(",")}}`;
+  const parsed = parseStrictJsonBytes(bytes(doc));
+  assertStrictEquals(parsed.normalized, true);
+  assertEquals(Object.keys(parsed.value as object), keys);
+});
+
+Deno.test("keys crafted to share one hash end the scan early; the exact path decides", () => {
+  // 2048 keys of one hash would cost the scan's hash table a quadratic number of probes: it gives
+  // up within its linear probe budget and the exact path (linear) decodes the document.
+  const keys = collidingKeys(11);
+  assertStrictEquals(new Set(keys.map(fnv1a)).size, 1);
+  const doc = `{${keys.map((key, i) => `"${key}":${i}`).join(",")}}`;
+  const parsed = parseStrictJsonBytes(bytes(doc));
+  assertStrictEquals(parsed.normalized, false);
+  assertEquals(parsed.value, JSON.parse(doc));
+  assertProtocolError(
+    () => decodeEnvelope(eventText(`{${doc.slice(1, -1)},"${keys[5]}":0}`)),
+    CODES.DUPLICATE_KEY,
+    { message: `duplicate JSON object key: '${keys[5]}'` },
+  );
 });
 
 Deno.test("duplicates are detected when an object closes", () => {

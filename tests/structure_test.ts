@@ -136,8 +136,8 @@ Deno.test("structure: the module-level mutable state left is the listed, explain
     "dora/fast_ipc.ts:carrierSchemaId",
     "dora/ipc.ts:knownSchema",
     "dora/ipc.ts:knownSchemaId",
-    // The strict decoder's reusable key-hash scratch table (file being edited by another change).
-    "wire/_json_decode.ts:keyHashes",
+    // The strict decoder's reusable scratch stack of key hashes (grown, never read across calls).
+    "wire/_json_decode.ts:keyStack",
   ]);
 });
 

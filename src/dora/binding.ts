@@ -16,7 +16,7 @@ import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "ap
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
-import { ToolEndpointHandler } from "../handler/handler.ts";
+import { ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
 import { FifoLock } from "../handler/_emitter.ts";
 import { checkByteLimit } from "../wire/codec.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
@@ -150,7 +150,12 @@ interface OutputCodec<T> {
  * (`TypeError`), an IPC stream or a carrier larger than `maxCarrierBytes` or a `payload_json`
  * larger than `maxMessageBytes`
  * (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`), carrier rule violations, and the handler's route check
- * (`FORGE_PROTOCOL_ROUTE_MISMATCH`, `FORGE_PROTOCOL_UNKNOWN_OPERATION`). Once the route is
+ * ({@linkcode ToolEndpointHandler.validateRequestRouteHeaders}: a message that is no execution
+ * request, `FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE`; `FORGE_PROTOCOL_ROUTE_MISMATCH`,
+ * `FORGE_PROTOCOL_UNKNOWN_OPERATION`). The route check reads the header columns once they passed
+ * their carrier rules and before `payload_json` is parsed, so refusing a request for another
+ * route costs no payload parse (and a payload error of such a request is not reported: its route
+ * is). Once the route is
  * trusted, every failure gets a correlated `tool.error` that fits the message limit: a request
  * larger than `maxRequestBytes`, a response that is too large or violates the Wire, and an
  * endpoint that throws (`FORGE_ENDPOINT_INTERNAL`).
@@ -347,14 +352,27 @@ export class DoraToolEndpointBinding {
     }
   }
 
-  /** Never answers a request for another route: raised before the route is trusted. */
-  #trusted(decoded: DecodedCarrier): DecodedCarrier {
-    this.#handler.validateRequestRoute(decoded.envelope);
-    return decoded;
+  /**
+   * The route check of every inbound carrier, run on its header columns before `payload_json` is
+   * parsed: a request for another route is raised, never answered, and costs no parse. A Registry
+   * response passes when the registration loop takes it (`onRegistryResponse`).
+   */
+  #trust(route: ToolRequestRoute, registryResponses: boolean): void {
+    if (
+      registryResponses && this.#onRegistryResponse !== undefined &&
+      route.messageType === "endpoint.registry.response"
+    ) return;
+    this.#handler.validateRequestRouteHeaders(route);
   }
 
-  /** Reads an inbound carrier (before route trust: every failure here is raised). */
-  #requestFromArrow(value: unknown): DecodedCarrier {
+  readonly #trustRequest = (route: ToolRequestRoute): void => this.#trust(route, false);
+  readonly #trustInput = (route: ToolRequestRoute): void => this.#trust(route, true);
+
+  /**
+   * Reads an inbound carrier (before route trust: every failure here is raised), with the route
+   * check `trust` ahead of the payload.
+   */
+  #requestFromArrow(value: unknown, trust: (route: ToolRequestRoute) => void): DecodedCarrier {
     if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
       throw new TypeError(IPC_BYTES_MESSAGE);
     }
@@ -366,7 +384,7 @@ export class DoraToolEndpointBinding {
     ) {
       this.#checkCarrierSize(toolMessageCarrierSize(value as ToolMessageArrowValue));
     }
-    return carrierToEnvelope(value, this.#maxMessageBytes);
+    return carrierToEnvelope(value, this.#maxMessageBytes, trust);
   }
 
   /**
@@ -380,10 +398,11 @@ export class DoraToolEndpointBinding {
     if (row === undefined) {
       return this.#requestFromArrow(
         decodeToolMessageIpc(view, { maxBytes: this.#maxCarrierBytes }),
+        this.#trustInput,
       );
     }
     this.#checkCarrierSize(row.carrierSize);
-    return envelopeFromRow(row, this.#maxMessageBytes);
+    return envelopeFromRow(row, this.#maxMessageBytes, this.#trustInput);
   }
 
   /** The correlated too-large answer to a trusted request beyond `maxRequestBytes`, if any. */
@@ -416,11 +435,12 @@ export class DoraToolEndpointBinding {
    * legacy Query-only entry; {@linkcode dispatchInput} handles every execution request).
    *
    * IPC bytes are a `TypeError`: decode them upstream under bounded framing and decompression
-   * limits ({@linkcode decodeToolMessageIpc}). Another request type is a `RangeError`, an Action
-   * or Session operation a `TypeError` (its provider is never started).
+   * limits ({@linkcode decodeToolMessageIpc}). A message that is no execution request is refused
+   * by the route check (`FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE`), another request type is a
+   * `RangeError`, an Action or Session operation a `TypeError` (its provider is never started).
    */
   async handleInput(value: ToolMessageArrowValue): Promise<RecordBatch> {
-    const decoded = this.#trusted(this.#requestFromArrow(value));
+    const decoded = this.#requestFromArrow(value, this.#trustRequest);
     const request = decoded.envelope;
     this.#handler.validateInvokeRoute(request);
     if (this.#semantics(request) !== "query") {
@@ -461,7 +481,10 @@ export class DoraToolEndpointBinding {
    * `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`), and reports it through `onError`.
    */
   async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
-    return await this.#dispatchDecoded(this.#arrow, this.#requestFromArrow(value));
+    return await this.#dispatchDecoded(
+      this.#arrow,
+      this.#requestFromArrow(value, this.#trustInput),
+    );
   }
 
   /**
@@ -524,14 +547,17 @@ export class DoraToolEndpointBinding {
     return await this.#dispatchDecoded(this.#ipc, this.#requestFromIpc(bytes));
   }
 
-  /** Hands a Registry response to the registration loop, or trusts the route and dispatches. */
+  /**
+   * Hands a Registry response to the registration loop, or dispatches a request whose route the
+   * decode trusted.
+   */
   async #dispatchDecoded<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): Promise<T[]> {
     const hook = this.#onRegistryResponse;
     if (hook !== undefined && decoded.envelope.messageType === "endpoint.registry.response") {
       hook(decoded.envelope);
       return [];
     }
-    return await this.#dispatch(codec, this.#trusted(decoded));
+    return await this.#dispatch(codec, decoded);
   }
 
   /** The one implementation of dispatch, the publication barrier and the fallbacks. */

@@ -45,6 +45,7 @@ import {
 } from "../wire/codec.ts";
 import { envelopeFromDecoded, ToolEnvelope, wireFaults } from "../wire/envelope.ts";
 import { HEADER_MATRIX } from "../wire/header_matrix.ts";
+import type { ToolRequestRoute } from "../handler/handler.ts";
 import { validateMessageEnvelope } from "../wire/messages.ts";
 
 // The Wire JSON layout's size computation lives beside the encoder (codec.ts); re-exported for
@@ -609,9 +610,15 @@ export interface DecodedCarrier {
 /**
  * @internal Reads and checks row 0 of a carrier whose shape was checked, applying every carrier
  * rule in the reference's order (no logical size check: see {@linkcode carrierMessageSizeOver}).
- * The one implementation of the rules, for apache-arrow carriers and IPC bytes alike.
+ * The one implementation of the rules, for apache-arrow carriers and IPC bytes alike. `trust`,
+ * when given, checks the route from the header columns once they passed their rules, before
+ * `payload_json` is parsed (its error is raised as it is).
  */
-export function envelopeFromRow(row: CarrierRow, maxPayloadJsonBytes?: number): DecodedCarrier {
+export function envelopeFromRow(
+  row: CarrierRow,
+  maxPayloadJsonBytes?: number,
+  trust?: (route: ToolRequestRoute) => void,
+): DecodedCarrier {
   const payloadRange = row.utf8(COLUMN.payload_json, "payload_json");
   if (maxPayloadJsonBytes !== undefined && payloadRange !== undefined) {
     const size = payloadRange[2] - payloadRange[1];
@@ -704,6 +711,9 @@ export function envelopeFromRow(row: CarrierRow, maxPayloadJsonBytes?: number): 
   } else if (sequence !== undefined) {
     throw invalid("sequence must be null for non-event messages", "sequence");
   }
+  // The receiver's route check, on the headers just checked and before the payload is parsed:
+  // a request for another route costs no parse of its (possibly large) payload_json.
+  trust?.({ messageType, endpointId, endpointInstanceId, operation });
   // 6. payload_json.
   const { payload, narrow } = parsePayloadJson(payloadRange[0], payloadRange[1], payloadRange[2]);
   const envelope = envelopeFromDecoded({
@@ -747,12 +757,17 @@ export function carrierMessageSizeOver(
 
 /**
  * @internal Converts a carrier value to an envelope without the logical size check (the Dora
- * binding checks the size of a request against its own limit after route trust).
+ * binding checks the size of a request against its own limit after route trust), with the route
+ * check `trust` before `payload_json` is parsed (see {@linkcode envelopeFromRow}).
  */
-export function carrierToEnvelope(value: unknown, maxPayloadJsonBytes?: number): DecodedCarrier {
+export function carrierToEnvelope(
+  value: unknown,
+  maxPayloadJsonBytes?: number,
+  trust?: (route: ToolRequestRoute) => void,
+): DecodedCarrier {
   const carrier = toolMessageColumns(value);
   checkCarrierShape(carrier);
-  return envelopeFromRow(new DataRow(carrier.columns), maxPayloadJsonBytes);
+  return envelopeFromRow(new DataRow(carrier.columns), maxPayloadJsonBytes, trust);
 }
 
 /**

@@ -90,9 +90,13 @@ const DEFAULT_GRACE_MS = 5000;
 /** What {@linkcode ToolEndpointNode.#drain}'s race returns when shutdown ends the reading. */
 const STOPPED = Symbol("stopped");
 
+/** An error for the log: its name, its code when it has one (a protocol error), its message. */
 function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string"
+    ? `${error.name} ${code}: ${error.message}`
+    : `${error.name}: ${error.message}`;
 }
 
 /**

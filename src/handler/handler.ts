@@ -35,7 +35,7 @@ import type {
   ToolCallOptions,
   ToolEndpointImplementation,
 } from "../endpoint/spi.ts";
-import { ToolEnvelope } from "../wire/envelope.ts";
+import { pairedResponseType, ToolEnvelope } from "../wire/envelope.ts";
 import {
   makeControlResponseEnvelope,
   makeErrorResponseEnvelope,
@@ -56,6 +56,22 @@ import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
+
+/**
+ * The route headers of a request, what {@linkcode ToolEndpointHandler.validateRequestRoute}
+ * checks: every {@linkcode ToolEnvelope} has them, and a transport can read them from a carrier
+ * before it parses the payload.
+ */
+export interface ToolRequestRoute {
+  /** The message type: one of the four execution request types. */
+  readonly messageType: string;
+  /** The logical endpoint. */
+  readonly endpointId: string;
+  /** The provider instance (absent before provider routing, which this handler refuses). */
+  readonly endpointInstanceId: string | undefined;
+  /** The operation. */
+  readonly operation: string | undefined;
+}
 
 /** Options of {@linkcode ToolEndpointHandler}. */
 export interface ToolEndpointHandlerOptions {
@@ -224,6 +240,20 @@ function atCapacity(operation: ToolOperationDescriptor): ToolError {
     ToolErrorCodes.ENDPOINT_CAPACITY,
     `operation '${operation.name}' is at max_concurrency`,
     true,
+  );
+}
+
+/** True for the four execution request types (those with a paired response). */
+function isExecutionRequestType(messageType: string): boolean {
+  return pairedResponseType(messageType) !== undefined;
+}
+
+/** The refusal of a message that is no execution request where only requests are accepted. */
+function notARequest(messageType: string): ToolProtocolError {
+  return new ToolProtocolError(
+    ToolErrorCodes.UNKNOWN_MESSAGE_TYPE,
+    `request envelope must be an execution request, found ${pyRepr(messageType)}`,
+    "message_type",
   );
 }
 
@@ -499,49 +529,91 @@ export class ToolEndpointHandler {
   /**
    * Checks that `request` is an execution request for this endpoint, this instance and a
    * declared operation. Mismatches are raised, never answered: an untrusted route gets no
-   * response.
+   * response. Another message type (a response, an event, an `endpoint.*` message arriving where
+   * requests are expected) is `FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE` at `message_type`; then
+   * `FORGE_PROTOCOL_ROUTE_MISMATCH` at `endpoint_id` or `endpoint_instance_id`, and
+   * `FORGE_PROTOCOL_UNKNOWN_OPERATION` at `operation`.
    */
   validateRequestRoute(request: ToolEnvelope): void {
     if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
-    switch (request.messageType) {
-      case "tool.invoke.request":
-      case "tool.status.request":
-      case "tool.result.request":
-      case "tool.control.request":
-        break;
-      default:
-        throw new RangeError("request envelope must be an execution request");
-    }
-    if (request.endpointId !== this.#descriptor.endpointId) {
+    this.validateRequestRouteHeaders(request);
+  }
+
+  /**
+   * {@linkcode validateRequestRoute} on the route headers alone, with the same errors in the same
+   * order: a transport trusts (or refuses) a request this way before it parses the payload.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import {
+   *   ToolEndpointDescriptor,
+   *   ToolEndpointHandler,
+   *   ToolOperationDescriptor,
+   *   ToolProtocolError,
+   *   ToolResult,
+   * } from "@forge/tool";
+   * const handler = new ToolEndpointHandler(
+   *   new ToolEndpointDescriptor({
+   *     protocolVersion: "forge.tool.endpoint/v1alpha1",
+   *     endpointId: "vision.yolo",
+   *     operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+   *   }),
+   *   {
+   *     endpointInstanceId: "instance-1",
+   *     operations: { detect: { query: () => new ToolResult({ status: "succeeded", outputs: {} }) } },
+   *   },
+   * );
+   * let code: string | undefined;
+   * try {
+   *   handler.validateRequestRouteHeaders({
+   *     messageType: "tool.invoke.request",
+   *     endpointId: "vision.yolo",
+   *     endpointInstanceId: "instance-2",
+   *     operation: "detect",
+   *   });
+   * } catch (error) {
+   *   if (error instanceof ToolProtocolError) code = error.code;
+   * }
+   * assertEquals(code, "FORGE_PROTOCOL_ROUTE_MISMATCH");
+   * ```
+   */
+  validateRequestRouteHeaders(route: ToolRequestRoute): void {
+    if (!isExecutionRequestType(route.messageType)) throw notARequest(route.messageType);
+    if (route.endpointId !== this.#descriptor.endpointId) {
       throw new ToolProtocolError(
         ToolErrorCodes.ROUTE_MISMATCH,
-        `request targets endpoint ${pyRepr(request.endpointId)}, expected ${
+        `request targets endpoint ${pyRepr(route.endpointId)}, expected ${
           pyRepr(this.#descriptor.endpointId)
         }`,
         "endpoint_id",
       );
     }
-    if (request.endpointInstanceId !== this.#endpointInstanceId) {
+    if (route.endpointInstanceId !== this.#endpointInstanceId) {
       throw new ToolProtocolError(
         ToolErrorCodes.ROUTE_MISMATCH,
-        `request targets endpoint instance ${pyRepr(request.endpointInstanceId)}, expected ${
+        `request targets endpoint instance ${pyRepr(route.endpointInstanceId)}, expected ${
           pyRepr(this.#endpointInstanceId)
         }`,
         "endpoint_instance_id",
       );
     }
-    if (!this.#operations.has(request.operation!)) {
+    if (route.operation === undefined || !this.#operations.has(route.operation)) {
       throw new ToolProtocolError(
         ToolErrorCodes.UNKNOWN_OPERATION,
-        `endpoint does not declare operation ${pyRepr(request.operation)}`,
+        `endpoint does not declare operation ${pyRepr(route.operation)}`,
         "operation",
       );
     }
   }
 
-  /** {@linkcode validateRequestRoute} for a `tool.invoke.request` only. */
+  /**
+   * {@linkcode validateRequestRoute} for a `tool.invoke.request` only: a message that is no
+   * execution request is refused as there, another request type is a `RangeError`.
+   */
   validateInvokeRoute(request: ToolEnvelope): void {
     if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
+    if (!isExecutionRequestType(request.messageType)) throw notARequest(request.messageType);
     if (request.messageType !== "tool.invoke.request") {
       throw new RangeError("request envelope must be tool.invoke.request");
     }

@@ -7,7 +7,10 @@
  * ±(2^53 − 1), no float token that could overflow, no `-0`, nesting within the payload bound).
  * Anything the scan cannot prove, and every document `JSON.parse` refuses, goes to the exact
  * path: an iterative (never recursive) parser that reproduces the reference's decisions, codes,
- * messages, precedence and `line L column C` positions. Both paths run in linear time.
+ * messages, precedence and `line L column C` positions. Both paths run in linear time: the
+ * scan's duplicate check confirms every hash match on the key bytes (so many distinct keys stay on
+ * the fast path) and gives up within a linear probe budget (so keys crafted to share a hash cost
+ * one exact parse, never a quadratic scan).
  *
  * @module
  */
@@ -54,12 +57,99 @@ export function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
-// Scan state, reused across calls (the scan never allocates on the common path).
+// Scan state, reused across calls (the scan never allocates on the common path). Keys of the
+// open small objects sit on one stack, two words per key: the key's hash and the offset of its
+// first byte (a key's text ends at its closing quote: a key with an escape takes the exact path).
+// An object that grows past SMALL_OBJECT_KEYS keys moves its keys to a KeyTable, and its level
+// records the table owner it was given (0: still on the stack).
 const frameIsObject = new Uint8Array(FAST_MAX_LEVEL + 2);
 const frameKeyStart = new Int32Array(FAST_MAX_LEVEL + 2);
-const frameKeySets: (Set<number> | undefined)[] = new Array(FAST_MAX_LEVEL + 2);
-let keyHashes = new Int32Array(1024);
+const frameOwner = new Int32Array(FAST_MAX_LEVEL + 2);
+let keyStack = new Int32Array(2048);
 const SMALL_OBJECT_KEYS = 16;
+
+/** True when the unescaped keys whose text starts at `a` and at `b` are the same bytes. */
+function sameKey(bytes: Uint8Array, a: number, b: number): boolean {
+  for (;;) {
+    const x = bytes[a++];
+    if (x !== bytes[b++]) return false;
+    if (x === 0x22) return true;
+  }
+}
+
+/**
+ * The keys of the scan's large objects: one open-addressing hash table for the whole document,
+ * three words per slot (owner, hash, key offset; owner 0 is an empty slot). Each large object is
+ * an owner of its own, so the keys of a closed object never match again and need no removal. A
+ * hash match is confirmed on the key bytes, so two different keys with the same 32-bit hash are
+ * not taken for a duplicate. The work is bounded: once the probes (each at most one key
+ * comparison) pass `PROBE_BUDGET_PER_KEY` per key inserted, the table gives up and the document
+ * takes the exact path, so keys crafted to collide cost linear time, never quadratic.
+ */
+class KeyTable {
+  #slots = new Int32Array(3 * 64);
+  #mask = 63;
+  #shift = 32 - 6;
+  #size = 0;
+  #probes = 0;
+  #owners = 0;
+
+  /** A new owner for an object that outgrew the key stack. */
+  newOwner(): number {
+    return ++this.#owners;
+  }
+
+  /**
+   * Adds the key at `start` with `hash` to `owner`'s keys: 1 when added, 0 when `owner` already
+   * holds the same key, -1 when the probe budget is spent.
+   */
+  add(bytes: Uint8Array, owner: number, hash: number, start: number): number {
+    if (2 * this.#size >= this.#mask) this.#grow();
+    const slots = this.#slots;
+    const mask = this.#mask;
+    let index = Math.imul(hash, 0x9e3779b1) >>> this.#shift;
+    for (;;) {
+      const at = 3 * index;
+      const occupant = slots[at];
+      if (occupant === 0) {
+        slots[at] = owner;
+        slots[at + 1] = hash;
+        slots[at + 2] = start;
+        this.#size++;
+        return 1;
+      }
+      if (occupant === owner && slots[at + 1] === hash && sameKey(bytes, slots[at + 2], start)) {
+        return 0;
+      }
+      if (++this.#probes > PROBE_BUDGET_PER_KEY * this.#size + PROBE_BUDGET_BASE) return -1;
+      index = (index + 1) & mask;
+    }
+  }
+
+  #grow(): void {
+    const old = this.#slots;
+    const slots = new Int32Array(old.length * 2);
+    const shift = this.#shift - 1;
+    const mask = this.#mask * 2 + 1;
+    for (let at = 0; at < old.length; at += 3) {
+      if (old[at] === 0) continue;
+      let index = Math.imul(old[at + 1], 0x9e3779b1) >>> shift;
+      while (slots[3 * index] !== 0) index = (index + 1) & mask;
+      const to = 3 * index;
+      slots[to] = old[at];
+      slots[to + 1] = old[at + 1];
+      slots[to + 2] = old[at + 2];
+    }
+    this.#slots = slots;
+    this.#mask = mask;
+    this.#shift = shift;
+  }
+}
+
+// With at most half of the slots in use, linear probing averages 2.5 probes per new key; a
+// document that needs several times more is colliding on purpose and takes the exact path.
+const PROBE_BUDGET_PER_KEY = 8;
+const PROBE_BUDGET_BASE = 1024;
 
 /** The scan's verdict: clean (the fast path applies), and whether any byte was non-ASCII. */
 const SCAN_DIRTY = 0;
@@ -78,6 +168,7 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
   let expectKey = false;
   let high = 0;
   let i = start;
+  let table: KeyTable | undefined;
   while (i < end) {
     const c = bytes[i];
     if (c === 0x22) {
@@ -109,6 +200,7 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
         continue;
       }
       // An object key: hash it for the duplicate check; an escaped key takes the exact path.
+      const keyStart = i;
       let hash = 0x811c9dc5 | 0;
       for (;;) {
         if (i >= end) return SCAN_DIRTY;
@@ -122,27 +214,38 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
       i++;
       if (i < end && bytes[i] === 0x3a) i++;
       expectKey = false;
-      const set = frameKeySets[level];
-      if (set !== undefined) {
-        if (set.has(hash)) return SCAN_DIRTY;
-        set.add(hash);
+      // A duplicate key takes the exact path, which reports it (or, for a table that spent its
+      // probe budget, decides).
+      const owner = frameOwner[level];
+      if (owner !== 0) {
+        if (table!.add(bytes, owner, hash, keyStart) !== 1) return SCAN_DIRTY;
         continue;
       }
       const from = frameKeyStart[level];
-      for (let k = from; k < keyTop; k++) if (keyHashes[k] === hash) return SCAN_DIRTY;
+      for (let k = 2 * from; k < 2 * keyTop; k += 2) {
+        if (keyStack[k] === hash && sameKey(bytes, keyStack[k + 1], keyStart)) return SCAN_DIRTY;
+      }
       if (keyTop - from >= SMALL_OBJECT_KEYS) {
-        const promoted = new Set<number>();
-        for (let k = from; k < keyTop; k++) promoted.add(keyHashes[k]);
-        promoted.add(hash);
-        frameKeySets[level] = promoted;
+        // The object outgrew the stack: its keys move to the table (the object's stack segment
+        // is free again for the objects nested in it).
+        table ??= new KeyTable();
+        const promoted = table.newOwner();
+        for (let k = 2 * from; k < 2 * keyTop; k += 2) {
+          if (table.add(bytes, promoted, keyStack[k], keyStack[k + 1]) !== 1) return SCAN_DIRTY;
+        }
+        if (table.add(bytes, promoted, hash, keyStart) !== 1) return SCAN_DIRTY;
+        frameOwner[level] = promoted;
+        keyTop = from;
         continue;
       }
-      if (keyTop === keyHashes.length) {
-        const grown = new Int32Array(keyHashes.length * 2);
-        grown.set(keyHashes);
-        keyHashes = grown;
+      if (2 * keyTop === keyStack.length) {
+        const grown = new Int32Array(keyStack.length * 2);
+        grown.set(keyStack);
+        keyStack = grown;
       }
-      keyHashes[keyTop++] = hash;
+      keyStack[2 * keyTop] = hash;
+      keyStack[2 * keyTop + 1] = keyStart;
+      keyTop++;
       continue;
     }
     if ((c >= 0x30 && c <= 0x39) || c === 0x2d) {
@@ -163,7 +266,7 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
         if (++level > FAST_MAX_LEVEL) return SCAN_DIRTY;
         frameIsObject[level] = 1;
         frameKeyStart[level] = keyTop;
-        frameKeySets[level] = undefined;
+        frameOwner[level] = 0;
         expectKey = true;
         break;
       case 0x5b: // [
@@ -176,7 +279,7 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
         if (level === 0) return SCAN_DIRTY;
         if (frameIsObject[level] === 1) {
           keyTop = frameKeyStart[level];
-          frameKeySets[level] = undefined;
+          frameOwner[level] = 0;
         }
         level--;
         expectKey = false;
@@ -305,7 +408,6 @@ interface Frame {
   kind: Ctx;
   array?: unknown[];
   object?: Record<string, unknown>;
-  seen?: Set<string>;
   key?: string;
   duplicate?: string;
 }
@@ -356,7 +458,7 @@ function parseExactOrFault(text: string): unknown {
         i++;
         v = {};
       } else {
-        const frame: Frame = { kind: Ctx.ObjectValue, object: {}, seen: new Set() };
+        const frame: Frame = { kind: Ctx.ObjectValue, object: {} };
         stack.push(frame);
         readKey(frame);
         continue value;
@@ -425,8 +527,11 @@ function parseExactOrFault(text: string): unknown {
       }
       // Object member value.
       const key = frame.key!;
-      if (frame.seen!.has(key)) frame.duplicate ??= key;
-      else frame.seen!.add(key);
+      // The object is its own key set: a member is an own property once set (setOwn makes
+      // "__proto__" one too), and no JSON value is undefined.
+      if (frame.duplicate === undefined && Object.hasOwn(frame.object!, key)) {
+        frame.duplicate = key;
+      }
       setOwn(frame.object!, key, v);
       if (integralFloat) markFloatMember(frame.object!, key);
       integralFloat = false;

@@ -206,12 +206,11 @@ async function checkDispatch(input: DispatchInput, counters: Record<string, numb
       count(`raised ${raised.code}`);
     } else {
       invariant(
-        raised instanceof ToolProtocolError ||
-          (raised instanceof RangeError &&
-            raised.message === "request envelope must be an execution request"),
+        raised instanceof ToolProtocolError &&
+          (raised.code !== "FORGE_PROTOCOL_UNKNOWN_MESSAGE_TYPE" || raised.path === "message_type"),
         () => `a non-request message raised ${describeError(raised)}`,
       );
-      count(`raised ${(raised as Error).name} for ${request!.messageType}`);
+      count(`raised ${raised.code} for ${request!.messageType}`);
     }
     assertNoPollution();
     return;
