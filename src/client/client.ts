@@ -227,7 +227,10 @@ export interface ToolInvocation extends AsyncDisposable {
   readonly key: ToolExecutionKey;
   /** The context the invoke carried. */
   readonly context: ToolContext;
-  /** The provider instance the invocation is pinned to, or `undefined`. */
+  /**
+   * The provider instance the invocation is pinned to, or `undefined` (the invoke named none;
+   * its events are then taken from the instance the first one came from).
+   */
   readonly endpointInstanceId: string | undefined;
   /**
    * The invoke's answer: the acceptance, or a terminal result the endpoint answered at once;
@@ -252,7 +255,10 @@ export interface ToolInvocation extends AsyncDisposable {
   status(): Promise<ToolExecutionStatus>;
   /**
    * The terminal result: from the terminal event (then one result request), else by polling the
-   * result with capped backoff. `unknown` is a terminal outcome like any other.
+   * result with capped backoff. `unknown` is a terminal outcome like any other. A retryable
+   * `tool.error` answer to a poll (a gateway whose lease on the instance expired) rejects the
+   * waiting calls with its {@linkcode ToolCallError}; the invocation stays open and polling
+   * goes on, so a later call resolves once the endpoint answers again.
    */
   result(): Promise<ToolResult>;
   /** Sends `cancel` (an Action) and returns the endpoint's control answer. */
