@@ -66,13 +66,16 @@ function describe(envelope: ToolEnvelope): string {
 
 // --- the dataflow ------------------------------------------------------------------------------
 
+/** Off during the latency run: only the node's management messages are printed then. */
 let tracing = true;
 /** When each event left the endpoint node, by invocation id and sequence (for the latency run). */
 const eventSentAt = new Map<string, number>();
 
 const gateway = new ToolGateway({
   routes: { detector: ENDPOINT },
-  leaseTtlMs: 250, // short, so the trace shows renewals
+  // Renewed every ~200 ms (a tenth of the lease), so the trace shows renewals while a loaded
+  // machine that stalls the demo for a second still keeps the registration.
+  leaseTtlMs: 2000,
   logger: (level, message) => {
     if (level !== "debug") console.log(`${elapsed()}  [gateway ${level}] ${message}`);
   },
@@ -81,7 +84,11 @@ const dataflow = startGatewayLoopback({
   gateway,
   handler: createDemoHandler(INSTANCE),
   serve: {
-    lifecycle: { health: { periodMs: 200 }, unregisterTimeoutMs: 300 },
+    lifecycle: {
+      registration: { renewFraction: 0.1 },
+      health: { periodMs: 200 },
+      unregisterTimeoutMs: 300,
+    },
     logger: (level, message) => {
       if (level !== "debug") console.log(`${elapsed()}  [node ${level}] ${message}`);
     },
@@ -91,7 +98,7 @@ const dataflow = startGatewayLoopback({
     if (edge === "detector→gateway" && envelope.messageType === "tool.event") {
       eventSentAt.set(`${envelope.invocationId}#${envelope.sequence}`, performance.now());
     }
-    if (tracing) {
+    if (tracing || !envelope.messageType.startsWith("tool.")) {
       console.log(`${elapsed()}  ${ARROWS[edge]} ${describe(envelope)}  (${bytes.length} B IPC)`);
     }
   },
@@ -189,7 +196,7 @@ await follow("Session", policy, { after: 3, send: () => policy.stop("done") });
 await policy.result();
 
 console.log(
-  `== Latency run (not traced): ${LATENCY_RUNS.query} Queries, ${LATENCY_RUNS.action} Actions ` +
+  `== Latency run (tool messages not traced): ${LATENCY_RUNS.query} Queries, ${LATENCY_RUNS.action} Actions ` +
     `cancelled after one event, ${LATENCY_RUNS.session} Sessions stopped after one event`,
 );
 tracing = false;

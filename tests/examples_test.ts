@@ -61,7 +61,7 @@ Deno.test("the README demo: planner -> gateway -> endpoint and back, IPC bytes o
   // Registration first: register -> accepted with revision and lease, before the first request;
   // the lease is renewed while the node serves; unregister last.
   const registered = at(
-    "--> endpoint.registry.response register accepted (revision 1, lease 250 ms)",
+    "--> endpoint.registry.response register accepted (revision 1, lease 2000 ms)",
   );
   assert(at("<-- endpoint.register robot.demo instance demo-instance-1") < registered, stdout);
   assert(registered < at("==> tool.invoke.request detect/detect-1"), stdout);
