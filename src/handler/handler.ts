@@ -11,7 +11,6 @@ import {
   type ToolControlCommand,
 } from "../endpoint/constants.ts";
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { deepEqual } from "../_internal/json.ts";
 import { hasLoneSurrogate, isBlankInstanceId } from "../_internal/text.ts";
 import {
   isTerminalPhase,
@@ -26,7 +25,6 @@ import {
   type ToolOperationDescriptor,
   ToolResult,
   ToolResultResponse,
-  validateExecutionResult,
 } from "../endpoint/models.ts";
 import type {
   ActionToolEndpoint,
@@ -46,13 +44,13 @@ import {
 import {
   controlRequestFromPayload,
   invokeRequestFromEnvelope,
-  type InvokeResponse,
   toolResultToPayload,
   validateMessageEnvelope,
 } from "../wire/messages.ts";
 import { pyRepr } from "../_internal/repr.ts";
-import { settleWithin, withResolvers } from "../_internal/async.ts";
+import { settleWithin } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+import { atCapacity, ExecutionLedger, type ExecutionRecord } from "./_ledger.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
@@ -146,27 +144,6 @@ export interface ToolEndpointHandlerState {
   readonly saturated: boolean;
 }
 
-/** One Action/Session execution known to the handler (an admitted invoke or an observation). */
-interface ExecutionRecord {
-  readonly keyId: string;
-  readonly key: ToolExecutionKey;
-  readonly operation: string;
-  readonly invoked: boolean;
-  /** The `request_id` of the invoke that admitted the execution (invoked records only). */
-  readonly admittedBy: string | undefined;
-  permitHeld: boolean;
-  outcome: InvokeResponse | undefined;
-  ready: PromiseWithResolvers<void> | undefined;
-  settled: boolean;
-  status: ToolExecutionStatus | undefined;
-  result: ToolResult | undefined;
-  emitter: ExecutionEmitter | undefined;
-  abort: AbortController | undefined;
-  deadlineTimer: DeadlineTimer | undefined;
-  /** Removes the execution's handler-close listener (set while the execution is linked). */
-  unlinkLifetime: (() => void) | undefined;
-}
-
 const REQUIRED_METHODS: Readonly<Record<string, readonly string[]>> = {
   query: ["query"],
   action: ["start", "cancel", "status", "result"],
@@ -232,15 +209,6 @@ function protocolErrorResponse(error: ToolProtocolError, request: ToolEnvelope):
 
 function rejection(code: string, message: string, retryable: boolean): ToolError {
   return new ToolError({ code, message, retryable });
-}
-
-/** The retryable rejection of an invoke while its operation runs `max_concurrency` executions. */
-function atCapacity(operation: ToolOperationDescriptor): ToolError {
-  return rejection(
-    ToolErrorCodes.ENDPOINT_CAPACITY,
-    `operation '${operation.name}' is at max_concurrency`,
-    true,
-  );
 }
 
 /** True for the four execution request types (those with a paired response). */
@@ -322,12 +290,10 @@ export class ToolEndpointHandler {
   readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
   readonly #maxEarlyEvents: number;
   readonly #maxPendingEvents: number;
-  readonly #maxRetained: number;
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
-  readonly #permits = new Map<string, number>();
   readonly #activeQueries = new Map<string, number>();
-  readonly #ledger = new Map<string, ExecutionRecord>();
+  readonly #ledger: ExecutionLedger;
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #dispatches = new Set<Promise<unknown>>();
   readonly #lifetime = new AbortController();
@@ -366,7 +332,7 @@ export class ToolEndpointHandler {
       throw new TypeError("operations must be a mapping");
     }
     this.#maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "max_early_events");
-    this.#maxRetained = checkPositive(
+    const maxRetained = checkPositive(
       options.maxRetainedExecutions ?? 1024,
       "max_retained_executions",
     );
@@ -434,10 +400,12 @@ export class ToolEndpointHandler {
     this.#operations = new Map(
       descriptor.operations.map((operation) => [operation.name, operation]),
     );
+    const executing: string[] = [];
     for (const operation of descriptor.operations) {
       if (operation.semantics === "query") this.#activeQueries.set(operation.name, 0);
-      else this.#permits.set(operation.name, 0);
+      else executing.push(operation.name);
     }
+    this.#ledger = new ExecutionLedger(executing, maxRetained, () => this.#stateChanged());
     this.#enforceDeadlines = options.enforceDeadlines === true;
     this.#now = options.now ?? Date.now;
   }
@@ -498,8 +466,9 @@ export class ToolEndpointHandler {
     const permitsInUse: Record<string, number> = {};
     const maxConcurrency: Record<string, number> = {};
     let active = 0;
-    let saturated = this.#permits.size > 0;
-    for (const [name, count] of this.#permits) {
+    const permits = this.#ledger.permits;
+    let saturated = permits.size > 0;
+    for (const [name, count] of permits) {
       permitsInUse[name] = count;
       const maximum = this.#operations.get(name)!.maxConcurrency;
       maxConcurrency[name] = maximum;
@@ -518,7 +487,7 @@ export class ToolEndpointHandler {
       activeQueries: Object.freeze(activeQueries),
       activeInvocations: active,
       retainedExecutions: this.#ledger.size,
-      maxRetainedExecutions: this.#maxRetained,
+      maxRetainedExecutions: this.#ledger.maxRetained,
       saturated,
     });
   }
@@ -737,7 +706,7 @@ export class ToolEndpointHandler {
     if (!this.#closed) {
       this.#closed = true;
       this.#lifetime.abort(new DOMException("the endpoint handler closed", "AbortError"));
-      for (const record of this.#ledger.values()) this.#clearDeadline(record);
+      for (const record of this.#ledger.records()) this.#ledger.unlink(record);
     }
     const executions = this.#unfinishedExecutions();
     // Calls an earlier close() abandoned are not waited for again.
@@ -873,14 +842,14 @@ export class ToolEndpointHandler {
       new DOMException("the invoke response could not be published", "AbortError"),
     );
     void this.#convergeAccepted(record, UNDELIVERED_UNKNOWN_ERROR, false);
-    record.outcome = record.result;
+    this.#ledger.settle(record, record.result!, "terminal");
     return true;
   }
 
   /** Admitted executions whose event progression has not ended (at most the ledger's bound). */
   #unfinishedExecutions(): ExecutionRecord[] {
     const executions: ExecutionRecord[] = [];
-    for (const record of this.#ledger.values()) {
+    for (const record of this.#ledger.records()) {
       if (record.invoked && record.emitter !== undefined && !record.emitter.isFinished) {
         executions.push(record);
       }
@@ -890,7 +859,7 @@ export class ToolEndpointHandler {
 
   /** True for an accepted execution with no terminal result yet. */
   #isRunningAcceptance(record: ExecutionRecord): boolean {
-    return record.settled && record.outcome instanceof ToolAccepted && record.result === undefined;
+    return record.phase === "accepted";
   }
 
   /**
@@ -907,12 +876,8 @@ export class ToolEndpointHandler {
   ): Promise<void> {
     let event: ToolEvent | undefined;
     if (record.result === undefined) {
-      const toolError = new ToolError(error);
-      const result = new ToolResult({ status: "unknown", error: toolError });
-      record.result = result;
-      record.status = new ToolExecutionStatus({ phase: "unknown", error: toolError });
-      this.#releasePermit(record);
-      this.#clearDeadline(record);
+      const result = this.#ledger.convergeUnknown(record, error);
+      record.phase = "terminal";
       if (publish) {
         event = new ToolEvent({
           type: CONVERGED_EVENT_TYPE,
@@ -940,7 +905,7 @@ export class ToolEndpointHandler {
     // Beyond the reference, which runs every Query at once: a Query holds one of the operation's
     // max_concurrency slots while its provider call is in progress.
     if (this.#activeQueries.get(operation.name)! >= operation.maxConcurrency) {
-      return makeInvokeResponseEnvelope(atCapacity(operation), request);
+      return makeInvokeResponseEnvelope(atCapacity(operation.name), request);
     }
     const provider = this.#implementations.get(operation.name) as QueryToolEndpoint;
     const controller = new AbortController();
@@ -1004,11 +969,9 @@ export class ToolEndpointHandler {
   ): Promise<readonly ToolEnvelope[]> {
     const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
     const key = context.executionKey;
-    let record = this.#ledger.get(key.id);
-    if (record !== undefined) {
-      if (record.operation !== operation.name) throw executionConflict();
-      this.#touch(record);
-      if (!record.invoked && record.outcome === undefined) {
+    const known = this.#ledger.find(key, operation.name);
+    if (known !== undefined) {
+      if (known.phase === "observed") {
         return [
           makeInvokeResponseEnvelope(
             rejection(
@@ -1020,46 +983,17 @@ export class ToolEndpointHandler {
           ),
         ];
       }
-      return [await this.#replay(record, request, options.signal)];
+      return [await this.#replay(known, request, options.signal)];
     }
     const refusal = this.#admissionRefusal(context);
     if (refusal !== undefined) return [makeInvokeResponseEnvelope(refusal, request)];
-    if (this.#permits.get(operation.name)! >= operation.maxConcurrency) {
-      return [makeInvokeResponseEnvelope(atCapacity(operation), request)];
-    }
-    if (!this.#makeRoom()) {
-      return [
-        makeInvokeResponseEnvelope(
-          rejection(
-            ToolErrorCodes.ENDPOINT_CAPACITY,
-            "execution retention is full of active records",
-            true,
-          ),
-          request,
-        ),
-      ];
-    }
-    record = {
-      keyId: key.id,
+    const execution = this.#ledger.admit(
       key,
-      operation: operation.name,
-      invoked: true,
-      admittedBy: request.requestId,
-      permitHeld: true,
-      outcome: undefined,
-      ready: withResolvers<void>(),
-      settled: false,
-      status: undefined,
-      result: undefined,
-      emitter: undefined,
-      abort: new AbortController(),
-      deadlineTimer: undefined,
-      unlinkLifetime: undefined,
-    };
-    this.#ledger.set(key.id, record);
-    this.#permits.set(operation.name, this.#permits.get(operation.name)! + 1);
-    this.#stateChanged();
-    const execution = record;
+      operation.name,
+      operation.maxConcurrency,
+      request.requestId,
+    );
+    if (execution instanceof ToolError) return [makeInvokeResponseEnvelope(execution, request)];
     const unlink = this.#linkSignals(execution.abort!, context, execution);
     const emitter = new ExecutionEmitter(
       { establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase) },
@@ -1101,11 +1035,11 @@ export class ToolEndpointHandler {
       if (error instanceof ToolEndpointError) {
         emitter.reject();
         if (execution.result !== undefined) {
-          this.#settle(execution, execution.result);
+          this.#ledger.settle(execution, execution.result, "terminal");
         } else {
-          this.#releasePermit(execution);
-          this.#clearDeadline(execution);
-          this.#settle(execution, error.error);
+          this.#ledger.releasePermit(execution);
+          this.#ledger.unlink(execution);
+          this.#ledger.settle(execution, error.error, "rejected");
         }
       } else {
         this.#convergeUnknown(execution);
@@ -1113,9 +1047,8 @@ export class ToolEndpointHandler {
       unlink();
       return [makeInvokeResponseEnvelope(execution.outcome!, request)];
     }
-    let outcome: InvokeResponse;
     if (execution.result !== undefined) {
-      outcome = execution.result;
+      this.#ledger.settle(execution, execution.result, "terminal");
     } else {
       if (execution.status === undefined) {
         execution.status = new ToolExecutionStatus({
@@ -1123,9 +1056,9 @@ export class ToolEndpointHandler {
           details: accepted.details,
         });
       }
-      outcome = accepted;
+      this.#ledger.settle(execution, accepted, "accepted");
     }
-    this.#settle(execution, outcome);
+    const outcome = execution.outcome!;
     const early = emitter.accept();
     return [makeInvokeResponseEnvelope(outcome, request), ...early];
   }
@@ -1135,7 +1068,7 @@ export class ToolEndpointHandler {
     request: ToolEnvelope,
     signal: AbortSignal | undefined,
   ): Promise<ToolEnvelope> {
-    if (!record.settled) {
+    if (record.phase === "starting") {
       const ready = record.ready!.promise;
       await (signal === undefined ? ready : raceAbort(ready, this.#callerFanout(signal)));
     }
@@ -1189,14 +1122,6 @@ export class ToolEndpointHandler {
     };
   }
 
-  /** Ends the record's links: its deadline timer and its handler-close listener. */
-  #clearDeadline(record: ExecutionRecord): void {
-    record.unlinkLifetime?.();
-    record.unlinkLifetime = undefined;
-    record.deadlineTimer?.clear();
-    record.deadlineTimer = undefined;
-  }
-
   /** The fan-out of a caller's abort signal (one listener on it however many calls wait). */
   #callerFanout(signal: AbortSignal): AbortFanout {
     let fanout = this.#callerSignals.get(signal);
@@ -1221,133 +1146,16 @@ export class ToolEndpointHandler {
     return raceAbort(promise, this.#onAbandon);
   }
 
-  #settle(record: ExecutionRecord, outcome: InvokeResponse): void {
-    record.outcome = outcome;
-    record.settled = true;
-    record.ready?.resolve();
-  }
-
   /** The unknown convergence of a start that failed after dispatch; never retried. */
   #convergeUnknown(record: ExecutionRecord): void {
     record.emitter?.reject();
     if (record.result !== undefined) {
       // A terminal result established during start() survives a later failure.
-      this.#settle(record, record.result);
+      this.#ledger.settle(record, record.result, "terminal");
       return;
     }
-    const error = new ToolError(UNKNOWN_START_ERROR);
-    const result = new ToolResult({ status: "unknown", error });
-    record.result = result;
-    record.status = new ToolExecutionStatus({ phase: "unknown", error });
-    this.#releasePermit(record);
-    this.#clearDeadline(record);
-    this.#settle(record, result);
-  }
-
-  #releasePermit(record: ExecutionRecord): void {
-    if (!record.permitHeld) return;
-    record.permitHeld = false;
-    const count = this.#permits.get(record.operation)! - 1;
-    if (count < 0) throw new Error("Execution admission permit count became negative");
-    this.#permits.set(record.operation, count);
-    this.#stateChanged();
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // The ledger
-
-  #touch(record: ExecutionRecord): void {
-    this.#ledger.delete(record.keyId);
-    this.#ledger.set(record.keyId, record);
-  }
-
-  /** Evicts least-recently-used evictable records until one more fits; false when none can go. */
-  #makeRoom(): boolean {
-    while (this.#ledger.size >= this.#maxRetained) {
-      let victim: ExecutionRecord | undefined;
-      for (const record of this.#ledger.values()) {
-        if (!record.permitHeld && (!record.invoked || record.settled)) {
-          victim = record;
-          break;
-        }
-      }
-      if (victim === undefined) return false;
-      this.#ledger.delete(victim.keyId);
-      this.#clearDeadline(victim);
-    }
-    return true;
-  }
-
-  /** The record a status or result observation is stored in (created when missing). */
-  #observationRecord(key: ToolExecutionKey, operation: string): ExecutionRecord {
-    const existing = this.#ledger.get(key.id);
-    if (existing !== undefined) {
-      if (existing.operation !== operation) throw executionConflict();
-      this.#touch(existing);
-      return existing;
-    }
-    if (!this.#makeRoom()) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_RETENTION_FULL,
-        "execution retention is full of active records",
-      );
-    }
-    const record: ExecutionRecord = {
-      keyId: key.id,
-      key,
-      operation,
-      invoked: false,
-      admittedBy: undefined,
-      permitHeld: false,
-      outcome: undefined,
-      ready: undefined,
-      settled: false,
-      status: undefined,
-      result: undefined,
-      emitter: undefined,
-      abort: undefined,
-      deadlineTimer: undefined,
-      unlinkLifetime: undefined,
-    };
-    this.#ledger.set(key.id, record);
-    return record;
-  }
-
-  #recordStatus(key: ToolExecutionKey, operation: string, status: ToolExecutionStatus): void {
-    const record = this.#observationRecord(key, operation);
-    checkTransition(record.status, status);
-    record.status = status;
-  }
-
-  #recordTerminal(
-    key: ToolExecutionKey,
-    operation: string,
-    status: ToolExecutionStatus,
-    result: ToolResult,
-    closeEmitter: boolean,
-  ): void {
-    try {
-      validateExecutionResult(status, result);
-    } catch (error) {
-      if (error instanceof RangeError || error instanceof TypeError) {
-        throw new ToolProtocolError(ToolErrorCodes.ENDPOINT_TERMINAL_MISMATCH, error.message);
-      }
-      throw error;
-    }
-    const record = this.#observationRecord(key, operation);
-    checkTransition(record.status, status);
-    if (record.result !== undefined && !deepEqual(record.result, result)) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
-        "provider returned a different immutable terminal result",
-      );
-    }
-    record.status = status;
-    record.result = result;
-    if (!record.invoked) this.#settle(record, result);
-    this.#releasePermit(record);
-    this.#clearDeadline(record);
-    if (closeEmitter) record.emitter?.closeTerminal();
+    const result = this.#ledger.convergeUnknown(record, UNKNOWN_START_ERROR);
+    this.#ledger.settle(record, result, "terminal");
   }
 
   async #terminalForEvent(record: ExecutionRecord, phase: TerminalExecutionPhase): Promise<void> {
@@ -1373,7 +1181,7 @@ export class ToolEndpointHandler {
     if (this.#ledger.get(record.keyId) === undefined) {
       throw new Error("Tool event has no execution record");
     }
-    this.#recordTerminal(record.key, record.operation, status, result, false);
+    this.#ledger.recordTerminal(record.key, record.operation, status, result, false);
   }
 
   #callOptions(): ToolCallOptions {
@@ -1407,9 +1215,9 @@ export class ToolEndpointHandler {
           "provider exposed a terminal phase before its authoritative result",
         );
       }
-      this.#recordTerminal(key, operation.name, status, response.result, true);
+      this.#ledger.recordTerminal(key, operation.name, status, response.result, true);
     } else {
-      this.#recordStatus(key, operation.name, status);
+      this.#ledger.recordStatus(key, operation.name, status);
     }
     return status;
   }
@@ -1434,7 +1242,7 @@ export class ToolEndpointHandler {
       if (!(status instanceof ToolExecutionStatus)) {
         throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
       }
-      this.#recordTerminal(key, operation.name, status, response.result, true);
+      this.#ledger.recordTerminal(key, operation.name, status, response.result, true);
     }
     return response;
   }
@@ -1484,40 +1292,4 @@ function controlMethod(
   if (command === "cancel" && operation.semantics === "action") return "cancel";
   if (command === "stop" && operation.semantics === "session") return "stop";
   return undefined;
-}
-
-function executionConflict(): ToolProtocolError {
-  return new ToolProtocolError(
-    ToolErrorCodes.EXECUTION_CONFLICT,
-    "execution key is already bound to a different operation",
-    "operation",
-  );
-}
-
-const FORWARD: Readonly<Record<string, ReadonlySet<string>>> = {
-  accepted: new Set(["accepted", "running", "stopping"]),
-  running: new Set(["running", "stopping"]),
-  stopping: new Set(["stopping"]),
-};
-
-/** The lifecycle transition rule between a stored status and a newly observed one. */
-function checkTransition(
-  previous: ToolExecutionStatus | undefined,
-  next: ToolExecutionStatus,
-): void {
-  if (previous === undefined) return;
-  if (isTerminalPhase(previous.phase)) {
-    if (!deepEqual(previous, next)) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
-        "provider returned a different immutable terminal status",
-      );
-    }
-    return;
-  }
-  if (isTerminalPhase(next.phase) || FORWARD[previous.phase].has(next.phase)) return;
-  throw new ToolProtocolError(
-    ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
-    `provider status changed from '${previous.phase}' to '${next.phase}'`,
-  );
 }
