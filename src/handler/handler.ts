@@ -5,26 +5,16 @@
  *
  * @module
  */
-import {
-  type TerminalExecutionPhase,
-  TOOL_ENDPOINT_PROTOCOL,
-  type ToolControlCommand,
-} from "../endpoint/constants.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../endpoint/constants.ts";
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { hasLoneSurrogate, isBlankInstanceId } from "../_internal/text.ts";
 import {
-  isTerminalPhase,
-  ToolAccepted,
   type ToolContext,
-  ToolControlResponse,
   ToolEndpointDescriptor,
   ToolError,
-  ToolEvent,
   ToolExecutionKey,
-  ToolExecutionStatus,
   type ToolOperationDescriptor,
   ToolResult,
-  ToolResultResponse,
 } from "../endpoint/models.ts";
 import type {
   ActionToolEndpoint,
@@ -41,16 +31,12 @@ import {
   makeResultResponseEnvelope,
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
-import {
-  controlRequestFromPayload,
-  invokeRequestFromEnvelope,
-  toolResultToPayload,
-  validateMessageEnvelope,
-} from "../wire/messages.ts";
+import { invokeRequestFromEnvelope, validateMessageEnvelope } from "../wire/messages.ts";
 import { pyRepr } from "../_internal/repr.ts";
 import { settleWithin } from "../_internal/async.ts";
-import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+import type { ToolEventSink } from "./_emitter.ts";
 import { atCapacity, ExecutionLedger, type ExecutionRecord } from "./_ledger.ts";
+import { ExecutionLifecycle } from "./_lifecycle.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
@@ -155,38 +141,6 @@ const ABANDONED = new ToolProtocolError(
   ToolErrorCodes.ENDPOINT_UNAVAILABLE,
   "the endpoint handler closed before the provider answered",
 );
-
-const UNKNOWN_START_ERROR = {
-  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
-  message: "Start failed after dispatch; the execution outcome cannot be recovered",
-  retryable: false,
-} as const;
-
-/** Why an accepted execution still running when close()'s grace ran out ended as `unknown`. */
-const SHUTDOWN_UNKNOWN_ERROR = {
-  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
-  message:
-    "the endpoint shut down before the execution reached a terminal state; its outcome cannot be recovered",
-  retryable: false,
-} as const;
-
-/** Why an execution whose acceptance never reached the caller ended as `unknown`. */
-const UNDELIVERED_UNKNOWN_ERROR = {
-  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
-  message:
-    "the invoke response could not be published; the execution was aborted and its outcome cannot be recovered",
-  retryable: false,
-} as const;
-
-/**
- * The terminal event published for an execution the handler converged to `unknown` itself.
- * The protocol has no `unknown` event type; `executor_failed` is the one terminal event that
- * claims no outcome the provider never reported (`cancelled` or `stopped` would claim the work
- * ended, `executor_completed` that it succeeded). Its data says what was established:
- * `{"phase": "unknown", "result": <the unknown ToolResult>}`; status and result, the
- * authoritative record (PROTOCOL.md 10.3), read `unknown`.
- */
-const CONVERGED_EVENT_TYPE = "executor_failed";
 
 function checkPositive(value: unknown, name: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
@@ -294,6 +248,7 @@ export class ToolEndpointHandler {
   readonly #now: () => number;
   readonly #activeQueries = new Map<string, number>();
   readonly #ledger: ExecutionLedger;
+  readonly #lifecycle: ExecutionLifecycle;
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #dispatches = new Set<Promise<unknown>>();
   readonly #lifetime = new AbortController();
@@ -406,6 +361,18 @@ export class ToolEndpointHandler {
       else executing.push(operation.name);
     }
     this.#ledger = new ExecutionLedger(executing, maxRetained, () => this.#stateChanged());
+    this.#lifecycle = new ExecutionLifecycle(this.#ledger, {
+      endpointInstanceId: instance,
+      maxEarlyEvents: this.#maxEarlyEvents,
+      maxPendingEvents: this.#maxPendingEvents,
+      provider: (name) =>
+        this.#implementations.get(name) as ActionToolEndpoint | SessionToolEndpoint,
+      call: (fn) => this.#call(fn),
+      callOptions: () => this.#callOptions(),
+      admissionRefusal: (context) => this.#admissionRefusal(context),
+      linkSignals: (controller, context, record) => this.#linkSignals(controller, context, record),
+      callerFanout: (signal) => this.#callerFanout(signal),
+    });
     this.#enforceDeadlines = options.enforceDeadlines === true;
     this.#now = options.now ?? Date.now;
   }
@@ -624,7 +591,7 @@ export class ToolEndpointHandler {
     if (request.messageType === "tool.invoke.request") {
       return operation.semantics === "query"
         ? [await this.#invokeQuery(request, operation)]
-        : await this.#invokeStart(request, operation, options);
+        : await this.#lifecycle.start(request, operation, options.eventSink, options.signal);
     }
     if (operation.semantics === "query") {
       throw new ToolProtocolError(
@@ -640,12 +607,19 @@ export class ToolEndpointHandler {
     try {
       switch (request.messageType) {
         case "tool.status.request":
-          return [makeStatusResponseEnvelope(await this.#status(key, operation), request)];
+          return [
+            makeStatusResponseEnvelope(await this.#lifecycle.status(key, operation), request),
+          ];
         case "tool.result.request":
-          return [makeResultResponseEnvelope(await this.#result(key, operation), request)];
+          return [
+            makeResultResponseEnvelope(await this.#lifecycle.result(key, operation), request),
+          ];
         default:
           return [
-            makeControlResponseEnvelope(await this.#control(request, key, operation), request),
+            makeControlResponseEnvelope(
+              await this.#lifecycle.control(request, key, operation),
+              request,
+            ),
           ];
       }
     } catch (error) {
@@ -708,7 +682,7 @@ export class ToolEndpointHandler {
       this.#lifetime.abort(new DOMException("the endpoint handler closed", "AbortError"));
       for (const record of this.#ledger.records()) this.#ledger.unlink(record);
     }
-    const executions = this.#unfinishedExecutions();
+    const executions = this.#lifecycle.unfinishedExecutions();
     // Calls an earlier close() abandoned are not waited for again.
     const waiting = new Set<Promise<unknown>>(this.#abandon.signal.aborted ? [] : this.#inFlight);
     for (const record of executions) waiting.add(record.emitter!.finished);
@@ -717,12 +691,7 @@ export class ToolEndpointHandler {
     // event; pending provider calls are abandoned, so every request waiting on one is answered.
     const publications = new Set<Promise<unknown>>();
     for (const record of executions) {
-      if (record.emitter!.isFinished) continue;
-      if (this.#isRunningAcceptance(record)) {
-        publications.add(this.#convergeAccepted(record, SHUTDOWN_UNKNOWN_ERROR, true));
-      } else {
-        publications.add(record.emitter!.finished);
-      }
+      if (!record.emitter!.isFinished) publications.add(this.#lifecycle.shutDown(record));
     }
     if (this.#inFlight.size > 0) this.#abandon.abort(ABANDONED);
     for (const dispatch of this.#dispatches) publications.add(dispatch);
@@ -832,64 +801,7 @@ export class ToolEndpointHandler {
       invocationId: request.invocationId,
       attemptId: request.attemptId,
     });
-    const record = this.#ledger.get(key.id);
-    if (
-      record === undefined || record.operation !== operation.name || !record.invoked ||
-      record.admittedBy !== request.requestId || !(record.outcome instanceof ToolAccepted) ||
-      record.emitter === undefined
-    ) return false;
-    record.abort?.abort(
-      new DOMException("the invoke response could not be published", "AbortError"),
-    );
-    void this.#convergeAccepted(record, UNDELIVERED_UNKNOWN_ERROR, false);
-    this.#ledger.settle(record, record.result!, "terminal");
-    return true;
-  }
-
-  /** Admitted executions whose event progression has not ended (at most the ledger's bound). */
-  #unfinishedExecutions(): ExecutionRecord[] {
-    const executions: ExecutionRecord[] = [];
-    for (const record of this.#ledger.records()) {
-      if (record.invoked && record.emitter !== undefined && !record.emitter.isFinished) {
-        executions.push(record);
-      }
-    }
-    return executions;
-  }
-
-  /** True for an accepted execution with no terminal result yet. */
-  #isRunningAcceptance(record: ExecutionRecord): boolean {
-    return record.phase === "accepted";
-  }
-
-  /**
-   * Ends an accepted execution the handler gives up on: unless a terminal result exists, status
-   * and result become `unknown` with `error` and the permit is released; then the emitter closes,
-   * publishing the `unknown` terminal event when `publish` is set. Resolves once that event was
-   * published; a failed publication is swallowed here (close() bounds the wait; the sink's owner
-   * reports it).
-   */
-  async #convergeAccepted(
-    record: ExecutionRecord,
-    error: typeof SHUTDOWN_UNKNOWN_ERROR | typeof UNDELIVERED_UNKNOWN_ERROR,
-    publish: boolean,
-  ): Promise<void> {
-    let event: ToolEvent | undefined;
-    if (record.result === undefined) {
-      const result = this.#ledger.convergeUnknown(record, error);
-      record.phase = "terminal";
-      if (publish) {
-        event = new ToolEvent({
-          type: CONVERGED_EVENT_TYPE,
-          data: { phase: "unknown", result: toolResultToPayload(result) },
-        });
-      }
-    }
-    try {
-      await record.emitter!.converge(event);
-    } catch {
-      // The sink's owner saw and reported the failure; close() only bounds the wait.
-    }
+    return this.#lifecycle.abandon(key, operation.name, request.requestId);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -962,122 +874,6 @@ export class ToolEndpointHandler {
   // -------------------------------------------------------------------------------------------
   // Action and Session start
 
-  async #invokeStart(
-    request: ToolEnvelope,
-    operation: ToolOperationDescriptor,
-    options: DispatchOptions,
-  ): Promise<readonly ToolEnvelope[]> {
-    const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
-    const key = context.executionKey;
-    const known = this.#ledger.find(key, operation.name);
-    if (known !== undefined) {
-      if (known.phase === "observed") {
-        return [
-          makeInvokeResponseEnvelope(
-            rejection(
-              ToolErrorCodes.ENDPOINT_EXECUTION_ALREADY_OBSERVED,
-              "execution key has existing provider state but no replayable invoke outcome",
-              false,
-            ),
-            request,
-          ),
-        ];
-      }
-      return [await this.#replay(known, request, options.signal)];
-    }
-    const refusal = this.#admissionRefusal(context);
-    if (refusal !== undefined) return [makeInvokeResponseEnvelope(refusal, request)];
-    const execution = this.#ledger.admit(
-      key,
-      operation.name,
-      operation.maxConcurrency,
-      request.requestId,
-    );
-    if (execution instanceof ToolError) return [makeInvokeResponseEnvelope(execution, request)];
-    const unlink = this.#linkSignals(execution.abort!, context, execution);
-    const emitter = new ExecutionEmitter(
-      { establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase) },
-      context,
-      this.#endpointInstanceId,
-      this.#maxEarlyEvents,
-      this.#maxPendingEvents,
-      options.eventSink,
-    );
-    execution.emitter = emitter;
-    const provider = this.#implementations.get(operation.name) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const callerSignal = options.signal;
-    let accepted: unknown;
-    try {
-      const start = this.#call(() =>
-        provider.start(toolRequest, context, emitter, { signal: execution.abort!.signal })
-      );
-      accepted = await (callerSignal === undefined
-        ? start
-        : raceAbort(start, this.#callerFanout(callerSignal)));
-      if (!(accepted instanceof ToolAccepted)) {
-        throw new TypeError("Tool endpoint start() must return a ToolAccepted");
-      }
-      if (emitter.overflowed) {
-        throw new ToolProtocolError(
-          ToolErrorCodes.ENDPOINT_EARLY_EVENT_BUFFER_OVERFLOW,
-          `Tool endpoint emitted more than ${this.#maxEarlyEvents} events before acceptance`,
-        );
-      }
-    } catch (error) {
-      if (callerSignal?.aborted && error === callerSignal.reason) {
-        this.#convergeUnknown(execution);
-        execution.abort!.abort(callerSignal.reason);
-        unlink();
-        throw error;
-      }
-      if (error instanceof ToolEndpointError) {
-        emitter.reject();
-        if (execution.result !== undefined) {
-          this.#ledger.settle(execution, execution.result, "terminal");
-        } else {
-          this.#ledger.releasePermit(execution);
-          this.#ledger.unlink(execution);
-          this.#ledger.settle(execution, error.error, "rejected");
-        }
-      } else {
-        this.#convergeUnknown(execution);
-      }
-      unlink();
-      return [makeInvokeResponseEnvelope(execution.outcome!, request)];
-    }
-    if (execution.result !== undefined) {
-      this.#ledger.settle(execution, execution.result, "terminal");
-    } else {
-      if (execution.status === undefined) {
-        execution.status = new ToolExecutionStatus({
-          phase: "accepted",
-          details: accepted.details,
-        });
-      }
-      this.#ledger.settle(execution, accepted, "accepted");
-    }
-    const outcome = execution.outcome!;
-    const early = emitter.accept();
-    return [makeInvokeResponseEnvelope(outcome, request), ...early];
-  }
-
-  async #replay(
-    record: ExecutionRecord,
-    request: ToolEnvelope,
-    signal: AbortSignal | undefined,
-  ): Promise<ToolEnvelope> {
-    if (record.phase === "starting") {
-      const ready = record.ready!.promise;
-      await (signal === undefined ? ready : raceAbort(ready, this.#callerFanout(signal)));
-    }
-    if (record.outcome === undefined) {
-      throw new Error("Execution record became ready without an outcome");
-    }
-    return makeInvokeResponseEnvelope(record.outcome, request);
-  }
-
   /** Why a new execution cannot be admitted now (closed, or deadline passed), if it cannot. */
   #admissionRefusal(context: ToolContext): ToolError | undefined {
     if (this.#closed) {
@@ -1146,150 +942,7 @@ export class ToolEndpointHandler {
     return raceAbort(promise, this.#onAbandon);
   }
 
-  /** The unknown convergence of a start that failed after dispatch; never retried. */
-  #convergeUnknown(record: ExecutionRecord): void {
-    record.emitter?.reject();
-    if (record.result !== undefined) {
-      // A terminal result established during start() survives a later failure.
-      this.#ledger.settle(record, record.result, "terminal");
-      return;
-    }
-    const result = this.#ledger.convergeUnknown(record, UNKNOWN_START_ERROR);
-    this.#ledger.settle(record, result, "terminal");
-  }
-
-  async #terminalForEvent(record: ExecutionRecord, phase: TerminalExecutionPhase): Promise<void> {
-    const provider = this.#implementations.get(record.operation) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const response = await this.#call(() => provider.result(record.key, this.#callOptions()));
-    if (!(response instanceof ToolResultResponse)) {
-      throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
-    }
-    if (response.status !== "available" || response.result === undefined) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
-        "provider emitted a terminal event before its authoritative result",
-      );
-    }
-    const result = response.result;
-    const status = new ToolExecutionStatus(
-      phase === "failed" || phase === "unknown"
-        ? { phase, error: result.error! }
-        : { phase } as ConstructorParameters<typeof ToolExecutionStatus>[0],
-    );
-    if (this.#ledger.get(record.keyId) === undefined) {
-      throw new Error("Tool event has no execution record");
-    }
-    this.#ledger.recordTerminal(record.key, record.operation, status, result, false);
-  }
-
   #callOptions(): ToolCallOptions {
     return { signal: this.#lifetime.signal };
   }
-
-  // -------------------------------------------------------------------------------------------
-  // Status, result, control
-
-  async #status(
-    key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolExecutionStatus> {
-    const cached = this.#ledger.get(key.id)?.status;
-    if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
-    const provider = this.#implementations.get(operation.name) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const status = await this.#call(() => provider.status(key, this.#callOptions()));
-    if (!(status instanceof ToolExecutionStatus)) {
-      throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
-    }
-    if (isTerminalPhase(status.phase)) {
-      const response = await this.#call(() => provider.result(key, this.#callOptions()));
-      if (!(response instanceof ToolResultResponse)) {
-        throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
-      }
-      if (response.status !== "available" || response.result === undefined) {
-        throw new ToolProtocolError(
-          ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
-          "provider exposed a terminal phase before its authoritative result",
-        );
-      }
-      this.#ledger.recordTerminal(key, operation.name, status, response.result, true);
-    } else {
-      this.#ledger.recordStatus(key, operation.name, status);
-    }
-    return status;
-  }
-
-  async #result(
-    key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolResultResponse> {
-    const retained = this.#ledger.get(key.id)?.result;
-    if (retained !== undefined) {
-      return new ToolResultResponse({ status: "available", result: retained });
-    }
-    const provider = this.#implementations.get(operation.name) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const response = await this.#call(() => provider.result(key, this.#callOptions()));
-    if (!(response instanceof ToolResultResponse)) {
-      throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
-    }
-    if (response.status === "available" && response.result !== undefined) {
-      const status = await this.#call(() => provider.status(key, this.#callOptions()));
-      if (!(status instanceof ToolExecutionStatus)) {
-        throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
-      }
-      this.#ledger.recordTerminal(key, operation.name, status, response.result, true);
-    }
-    return response;
-  }
-
-  async #control(
-    request: ToolEnvelope,
-    key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolControlResponse> {
-    const { command, reason } = controlRequestFromPayload(request.payload);
-    let response: unknown;
-    const method = controlMethod(command, operation);
-    if (method === undefined) {
-      response = new ToolControlResponse({ command, status: "unsupported" });
-    } else {
-      const provider = this.#implementations.get(operation.name) as unknown as Record<
-        string,
-        (key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) => unknown
-      >;
-      response = await this.#call(() => provider[method](key, reason, this.#callOptions()));
-      if (!(response instanceof ToolControlResponse)) {
-        throw new TypeError(`Tool endpoint ${method}() must return a ToolControlResponse`);
-      }
-    }
-    const control = response as ToolControlResponse;
-    if (control.command !== command) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.CORRELATION_MISMATCH,
-        "provider control response command does not match request",
-        "payload.response.command",
-      );
-    }
-    if (control.status === "accepted") {
-      const record = this.#ledger.get(key.id);
-      record?.abort?.abort(
-        new DOMException(`a ${command} control was accepted`, "AbortError"),
-      );
-    }
-    return control;
-  }
-}
-
-function controlMethod(
-  command: ToolControlCommand,
-  operation: ToolOperationDescriptor,
-): "cancel" | "stop" | undefined {
-  if (command === "cancel" && operation.semantics === "action") return "cancel";
-  if (command === "stop" && operation.semantics === "session") return "stop";
-  return undefined;
 }
