@@ -242,8 +242,6 @@ export class ToolEndpointHandler {
   readonly #endpointInstanceId: string;
   readonly #implementations: ReadonlyMap<string, ToolEndpointImplementation>;
   readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
-  readonly #maxEarlyEvents: number;
-  readonly #maxPendingEvents: number;
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
   readonly #activeQueries = new Map<string, number>();
@@ -286,7 +284,7 @@ export class ToolEndpointHandler {
     ) {
       throw new TypeError("operations must be a mapping");
     }
-    this.#maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "max_early_events");
+    const maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "max_early_events");
     const maxRetained = checkPositive(
       options.maxRetainedExecutions ?? 1024,
       "max_retained_executions",
@@ -305,7 +303,6 @@ export class ToolEndpointHandler {
           }`,
       );
     }
-    this.#maxPendingEvents = maxPendingEvents;
     const implementations = new Map<string, ToolEndpointImplementation>();
     const entries = isMap
       ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
@@ -363,8 +360,8 @@ export class ToolEndpointHandler {
     this.#ledger = new ExecutionLedger(executing, maxRetained, () => this.#stateChanged());
     this.#lifecycle = new ExecutionLifecycle(this.#ledger, {
       endpointInstanceId: instance,
-      maxEarlyEvents: this.#maxEarlyEvents,
-      maxPendingEvents: this.#maxPendingEvents,
+      maxEarlyEvents,
+      maxPendingEvents,
       provider: (name) =>
         this.#implementations.get(name) as ActionToolEndpoint | SessionToolEndpoint,
       call: (fn) => this.#call(fn),
