@@ -1069,8 +1069,11 @@ test("a query whose deadline passes while it runs fails with DEADLINE_EXCEEDED",
 
 test("an accepted action's signal aborts at its deadline", async () => {
   const action = new Scripted();
-  const handler = cell({ action }, { enforceDeadlines: true, now: Date.now });
-  await handler.dispatch(invokeFor(CA, { deadlineMs: Date.now() + 30 }));
+  // The handler's clock stands still, so only the real 30 ms timer can end the execution: a
+  // stall of the shared machine before the timer is armed cannot make the deadline pass early.
+  const frozen = Date.now();
+  const handler = cell({ action }, { enforceDeadlines: true, now: () => frozen });
+  await handler.dispatch(invokeFor(CA, { deadlineMs: frozen + 30 }));
   const signal = action.signals[0];
   assert(!signal.aborted);
   await deadline(
