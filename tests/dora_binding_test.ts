@@ -589,18 +589,26 @@ Deno.test("22 conversion and binding validate max message bytes", () => {
     () => toolMessageToEnvelope(toolEnvelopeToMessage(request()), { maxMessageBytes: 1 }),
     CODES.MESSAGE_TOO_LARGE,
   );
-  for (const bad of [0, -1, true, 1023]) {
+  for (const bad of [0, -1, true]) {
     assertThrows(
       () => new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: bad as number }),
       RangeError,
-      "max_message_bytes",
+      "Cannot create a DoraToolEndpointBinding as 'maxMessageBytes' must be a positive integer: " +
+        `current value is ${bad}`,
     );
   }
+  assertThrows(
+    () => new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1023 }),
+    RangeError,
+    "Cannot create a DoraToolEndpointBinding as 'maxMessageBytes' must be at least 1024 for " +
+      "correlated error responses: current value is 1023",
+  );
   assertThrows(
     () =>
       new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1024, maxCarrierBytes: 1023 }),
     RangeError,
-    "max_carrier_bytes",
+    "Cannot create a DoraToolEndpointBinding as 'maxCarrierBytes' must be at least " +
+      "'maxMessageBytes' (1024): current value is 1023",
   );
   const dora = new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1024 });
   assertStrictEquals(dora.maxMessageBytes, 1024);
@@ -641,22 +649,23 @@ Deno.test("the binding's defaults, getters and option checks", () => {
       .maxCarrierBytes,
     2048,
   );
-  for (const bad of [0, -5, 1.5, "4096"]) {
+  for (const [bad, shown] of [[0, "0"], [-5, "-5"], [1.5, "1.5"], ["4096", '"4096"']]) {
     assertThrows(
       () => new DoraToolEndpointBinding(handler, { maxCarrierBytes: bad as number }),
       RangeError,
-      "max_carrier_bytes must be a positive integer",
+      "Cannot create a DoraToolEndpointBinding as 'maxCarrierBytes' must be a positive integer: " +
+        `current value is ${shown}`,
     );
   }
   assertThrows(
     () => new DoraToolEndpointBinding(handler, { eventSink: "sink" as never }),
     TypeError,
-    "event_sink",
+    `Cannot create a DoraToolEndpointBinding as 'eventSink' must be a function: current value is "sink"`,
   );
   assertThrows(
     () => new DoraToolEndpointBinding(handler, { onError: 1 as never }),
     TypeError,
-    "onError",
+    "Cannot create a DoraToolEndpointBinding as 'onError' must be a function: current value is 1",
   );
 });
 

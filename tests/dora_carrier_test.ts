@@ -699,11 +699,12 @@ Deno.test("maxPayloadJsonBytes counts raw bytes before parsing", () => {
     toolMessageToEnvelope(carrier({ payload_json: padded }), { maxPayloadJsonBytes: size }),
     invokeRequest(),
   );
-  for (const bad of [true, 0, -1, 1.5, "64"]) {
+  for (const [bad, shown] of [[true, "true"], [0, "0"], [-1, "-1"], [1.5, "1.5"], ["64", '"64"']]) {
     assertThrows(
       () => toolMessageToEnvelope(carrier(), { maxPayloadJsonBytes: bad as unknown as number }),
       RangeError,
-      "max_payload_json_bytes must be a positive integer",
+      "Cannot decode a ToolMessage as 'maxPayloadJsonBytes' must be a positive integer: " +
+        `current value is ${shown}`,
     );
   }
 });
@@ -726,7 +727,7 @@ Deno.test("the logical size limit applies after the carrier rules", () => {
   assertThrows(
     () => toolMessageToEnvelope(batch, { maxMessageBytes: 0 }),
     RangeError,
-    "max_message_bytes",
+    "Cannot decode a ToolMessage as 'maxMessageBytes' must be a positive integer: current value is 0",
   );
 });
 
@@ -776,7 +777,8 @@ Deno.test("toolEnvelopeToMessage checks its argument, the limit, the typed paylo
     assertThrows(
       () => toolEnvelopeToMessage(invokeRequest(), { maxMessageBytes: bad as unknown as number }),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      "Cannot convert a ToolEnvelope to a ToolMessage as 'maxMessageBytes' must be a positive " +
+        `integer: current value is ${bad}`,
     );
   }
   // A typed-invalid payload is reported as such even when it is also too large.

@@ -1250,7 +1250,8 @@ Deno.test("dispatchIpc refuses non-bytes, and an Action needs ipcEventSink", asy
   assertThrows(
     () => new DoraToolEndpointBinding(handlerFor("query"), { ipcEventSink: 1 as never }),
     TypeError,
-    "ipcEventSink must be an async function or undefined",
+    "Cannot create a DoraToolEndpointBinding as 'ipcEventSink' must be a function: current value " +
+      "is 1",
   );
   await binding.handler.close({ graceMs: 10 });
 });
@@ -1338,7 +1339,8 @@ Deno.test("options and arguments fail as the generic path does", () => {
         { maxMessageBytes: 0 },
       ),
     RangeError,
-    "max_message_bytes must be a positive integer",
+    "Cannot encode a ToolEnvelope as IPC as 'maxMessageBytes' must be a positive integer: " +
+      "current value is 0",
   );
   // An ArrayBuffer and other views are read like a Uint8Array.
   assertSameOutcome(

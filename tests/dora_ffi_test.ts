@@ -203,7 +203,16 @@ function test(name: string, fn: () => Promise<void>): void {
 test("no library path and no DORA_NODE_API_LIB is a clear error", async () => {
   await withEnv({ DORA_NODE_API_LIB: undefined }, async () => {
     const error = await assertRejects(() => openDoraNode());
-    assertStringIncludes(error.message, "DORA_NODE_API_LIB");
+    assertEquals(
+      error.message,
+      "Cannot open a Dora node as 'libraryPath' must be the dora C node API shared object built " +
+        "from dora's libdora_node_api_c.a (or set DORA_NODE_API_LIB): current value is undefined",
+    );
+    const typed = await assertRejects(() => openDoraNode({ libraryPath: 7 as never }), TypeError);
+    assertEquals(
+      typed.message,
+      "Cannot open a Dora node as 'libraryPath' must be a string or a URL: current value is 7",
+    );
   });
 });
 

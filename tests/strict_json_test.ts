@@ -116,26 +116,28 @@ Deno.test("a bad maxMessageBytes is a RangeError", () => {
   const envelope = decodeEnvelope(valid);
   for (const bad of [0, -1, 1.5, true, Number.NaN, Number.POSITIVE_INFINITY, "10"]) {
     const options = { maxMessageBytes: bad as number };
+    const shown = typeof bad === "string" ? `"${bad}"` : String(bad);
+    const rule = "as 'maxMessageBytes' must be a positive integer: current value is " + shown;
     assertThrows(
       () => decodeEnvelope(valid, options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot decode an envelope ${rule}`,
     );
     assertThrows(
       () => decodeEnvelope(bytes(valid), options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot decode an envelope ${rule}`,
     );
     assertThrows(
       () => encodeEnvelope(envelope, options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot encode an envelope ${rule}`,
     );
     // Bytes: the limit is checked before UTF-8.
     assertThrows(
       () => decodeEnvelope(new Uint8Array([0xff]), options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot decode an envelope ${rule}`,
     );
   }
   // Text: the string is encoded (and its scalar values checked) before the limit.

@@ -51,6 +51,7 @@ import {
   type ToolEventRecord,
 } from "./_events.ts";
 import type { ToolClientTransport } from "./transport.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 
 export type { ToolEventRecord } from "./_events.ts";
 
@@ -315,35 +316,10 @@ const CALLER_BOUND: ReadonlySet<string> = new Set([
   "tool.error",
 ]);
 
-function describeValue(value: unknown): string {
-  if (typeof value === "string") return `'${value}'`;
-  try {
-    return String(value);
-  } catch {
-    return Object.prototype.toString.call(value);
-  }
-}
-
-function positiveInteger(value: unknown, name: string, action: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot ${action} as '${name}' must be a positive integer: current value is ${
-        describeValue(value)
-      }`,
-    );
-  }
-  return value;
-}
-
 function optionalString(value: unknown, name: string, action: string): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "string" || value.trim() === "") {
-    throw new TypeError(
-      `Cannot ${action} as '${name}' must be a non-empty string: current value is ${
-        describeValue(value)
-      }`,
-    );
+    throw new TypeError(optionMessage(action, name, "a non-empty string", value));
   }
   return value;
 }
@@ -467,7 +443,7 @@ export class ToolEndpointClient {
   constructor(options: ToolEndpointClientOptions) {
     const action = "create a ToolEndpointClient";
     if (typeof options !== "object" || options === null) {
-      throw new TypeError(`Cannot ${action} as 'options' must be an object`);
+      throw new TypeError(optionMessage(action, "options", "an object", options));
     }
     const transport: unknown = options.transport;
     if (
@@ -476,24 +452,18 @@ export class ToolEndpointClient {
       typeof (transport as ToolClientTransport).connect !== "function"
     ) {
       throw new TypeError(
-        `Cannot ${action} as 'transport' must have send() and connect(): current value is ${
-          describeValue(transport)
-        }`,
+        optionMessage(action, "transport", "an object with send() and connect()", transport),
       );
     }
     const endpointId = optionalString(options.endpointId, "endpointId", action);
     if (endpointId === undefined) {
-      throw new TypeError(
-        `Cannot ${action} as 'endpointId' must be a non-empty string: current value is undefined`,
-      );
+      throw new TypeError(optionMessage(action, "endpointId", "a non-empty string", endpointId));
     }
     const descriptor: unknown = options.descriptor;
     if (descriptor !== undefined) {
       if (!(descriptor instanceof ToolEndpointDescriptor)) {
         throw new TypeError(
-          `Cannot ${action} as 'descriptor' must be a ToolEndpointDescriptor: current value is ${
-            describeValue(descriptor)
-          }`,
+          optionMessage(action, "descriptor", "a ToolEndpointDescriptor", descriptor),
         );
       }
       if (descriptor.endpointId !== endpointId) {
@@ -503,11 +473,16 @@ export class ToolEndpointClient {
         );
       }
     }
-    const pollIntervalMs = positiveInteger(options.pollIntervalMs, "pollIntervalMs", action, 50);
-    const maxPollIntervalMs = positiveInteger(
-      options.maxPollIntervalMs,
-      "maxPollIntervalMs",
+    const pollIntervalMs = positiveIntegerOption(
       action,
+      "pollIntervalMs",
+      options.pollIntervalMs,
+      50,
+    );
+    const maxPollIntervalMs = positiveIntegerOption(
+      action,
+      "maxPollIntervalMs",
+      options.maxPollIntervalMs,
       Math.max(1000, pollIntervalMs),
     );
     if (maxPollIntervalMs < pollIntervalMs) {
@@ -516,20 +491,8 @@ export class ToolEndpointClient {
           `(${pollIntervalMs}): current value is ${maxPollIntervalMs}`,
       );
     }
-    if (options.generateId !== undefined && typeof options.generateId !== "function") {
-      throw new TypeError(
-        `Cannot ${action} as 'generateId' must be a function: current value is ${
-          describeValue(options.generateId)
-        }`,
-      );
-    }
-    if (options.onError !== undefined && typeof options.onError !== "function") {
-      throw new TypeError(
-        `Cannot ${action} as 'onError' must be a function: current value is ${
-          describeValue(options.onError)
-        }`,
-      );
-    }
+    optionalFunction(action, "generateId", options.generateId);
+    optionalFunction(action, "onError", options.onError);
     this.#config = Object.freeze({
       endpointId,
       endpointInstanceId: optionalString(
@@ -542,27 +505,32 @@ export class ToolEndpointClient {
       implementationId: optionalString(options.implementationId, "implementationId", action) ??
         endpointId,
       callerId: optionalString(options.callerId, "callerId", action),
-      timeoutMs: positiveInteger(options.timeoutMs, "timeoutMs", action, 5000),
-      maxAttempts: positiveInteger(options.maxAttempts, "maxAttempts", action, 3),
+      timeoutMs: positiveIntegerOption(action, "timeoutMs", options.timeoutMs, 5000),
+      maxAttempts: positiveIntegerOption(action, "maxAttempts", options.maxAttempts, 3),
       pollIntervalMs,
       maxPollIntervalMs,
-      reorderWindowMs: positiveInteger(options.reorderWindowMs, "reorderWindowMs", action, 100),
-      maxPendingExchanges: positiveInteger(
-        options.maxPendingExchanges,
+      reorderWindowMs: positiveIntegerOption(
+        action,
+        "reorderWindowMs",
+        options.reorderWindowMs,
+        100,
+      ),
+      maxPendingExchanges: positiveIntegerOption(
+        action,
         "maxPendingExchanges",
-        action,
+        options.maxPendingExchanges,
         1024,
       ),
-      maxOpenInvocations: positiveInteger(
-        options.maxOpenInvocations,
+      maxOpenInvocations: positiveIntegerOption(
+        action,
         "maxOpenInvocations",
-        action,
+        options.maxOpenInvocations,
         1024,
       ),
-      maxBufferedEvents: positiveInteger(
-        options.maxBufferedEvents,
-        "maxBufferedEvents",
+      maxBufferedEvents: positiveIntegerOption(
         action,
+        "maxBufferedEvents",
+        options.maxBufferedEvents,
         256,
       ),
       onError: options.onError ?? defaultOnError,
@@ -600,7 +568,7 @@ export class ToolEndpointClient {
     const semantics = this.#semanticsOf(operation, options, "query");
     if (semantics !== undefined && semantics !== "query") {
       throw new RangeError(
-        `Cannot query as 'operation' must be a Query operation: current value is '${operation}' ` +
+        `${optionMessage("query", "operation", "a Query operation", operation)} ` +
           `(${semantics}; use invoke())`,
       );
     }
@@ -647,8 +615,9 @@ export class ToolEndpointClient {
     const declared = this.#semanticsOf(operation, options, "invoke");
     if (declared === "query") {
       throw new RangeError(
-        `Cannot invoke as 'operation' must be an Action or Session operation: current value is ` +
-          `'${operation}' (query; use query())`,
+        `${
+          optionMessage("invoke", "operation", "an Action or Session operation", operation)
+        } (query; use query())`,
       );
     }
     const timeoutMs = this.#timeoutOf(options, "invoke");
@@ -789,7 +758,7 @@ export class ToolEndpointClient {
   };
 
   #timeoutOf(options: ToolClientCallOptions, action: string): number {
-    return positiveInteger(options.timeoutMs, "timeoutMs", action, this.#config.timeoutMs);
+    return positiveIntegerOption(action, "timeoutMs", options.timeoutMs, this.#config.timeoutMs);
   }
 
   #semanticsOf(
@@ -799,24 +768,18 @@ export class ToolEndpointClient {
   ): ToolSemantics | undefined {
     if (typeof options !== "object" || options === null) {
       throw new TypeError(
-        `Cannot ${action} as 'options' must be an object: current value is ${
-          describeValue(options)
-        }`,
+        optionMessage(action, "options", "an object", options),
       );
     }
     if (typeof operation !== "string" || operation === "") {
       throw new TypeError(
-        `Cannot ${action} as 'operation' must be a non-empty string: current value is ${
-          describeValue(operation)
-        }`,
+        optionMessage(action, "operation", "a non-empty string", operation),
       );
     }
     const given: unknown = options.semantics;
     if (given !== undefined && given !== "action" && given !== "session") {
       throw new RangeError(
-        `Cannot ${action} as 'semantics' must be "action" or "session": current value is ${
-          describeValue(given)
-        }`,
+        optionMessage(action, "semantics", '"action" or "session"', given),
       );
     }
     const descriptor = this.#config.descriptor;
@@ -824,8 +787,12 @@ export class ToolEndpointClient {
     const declared = descriptor.operation(operation);
     if (declared === undefined) {
       throw new RangeError(
-        `Cannot ${action} as 'operation' must be declared by endpoint '${descriptor.endpointId}': ` +
-          `current value is '${operation}'`,
+        optionMessage(
+          action,
+          "operation",
+          `declared by endpoint '${descriptor.endpointId}'`,
+          operation,
+        ),
       );
     }
     return declared.semantics;
@@ -1362,7 +1329,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   async #control(command: ToolControlCommand, reason?: string): Promise<ToolControlResponse> {
     if (reason !== undefined && typeof reason !== "string") {
       throw new TypeError(
-        `Cannot ${command} as 'reason' must be a string: current value is ${describeValue(reason)}`,
+        optionMessage(command, "reason", "a string", reason),
       );
     }
     const response = unwrap(

@@ -34,8 +34,8 @@ import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { copyJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
 import { pyRepr } from "../_internal/repr.ts";
 import { isBlank } from "../_internal/text.ts";
+import { positiveIntegerOption } from "../_internal/options.ts";
 import {
-  checkByteLimit,
   checkMessageSize,
   envelopeHeaderBound,
   envelopeJson,
@@ -249,7 +249,12 @@ export function toolEnvelopeToMessage(
   options: ToolEnvelopeToMessageOptions = {},
 ): RecordBatch {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = positiveIntegerOption(
+    "convert a ToolEnvelope to a ToolMessage",
+    "maxMessageBytes",
+    options.maxMessageBytes,
+    DEFAULT_MAX_MESSAGE_BYTES,
+  );
   validateMessageEnvelope(envelope);
   const { text, payload } = envelopeAndPayloadJson(envelope);
   checkMessageSize(utf8Length(text), maximum);
@@ -777,10 +782,16 @@ export function carrierToEnvelope(
 export function carrierDecodeLimits(
   options: ToolMessageToEnvelopeOptions,
 ): { maxMessageBytes: number; maxPayloadJsonBytes: number | undefined } {
-  const maxMessageBytes = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const action = "decode a ToolMessage";
+  const maxMessageBytes = positiveIntegerOption(
+    action,
+    "maxMessageBytes",
+    options.maxMessageBytes,
+    DEFAULT_MAX_MESSAGE_BYTES,
+  );
   const maxPayloadJsonBytes = options.maxPayloadJsonBytes === undefined
     ? undefined
-    : checkByteLimit(options.maxPayloadJsonBytes, "max_payload_json_bytes");
+    : positiveIntegerOption(action, "maxPayloadJsonBytes", options.maxPayloadJsonBytes, 0);
   return { maxMessageBytes, maxPayloadJsonBytes };
 }
 

@@ -34,7 +34,8 @@
  * @module
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
-import { checkByteLimit, checkMessageSize, encodeJson, utf8Length } from "../wire/codec.ts";
+import { checkMessageSize, encodeJson, utf8Length } from "../wire/codec.ts";
+import { positiveIntegerOption } from "../_internal/options.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { validateMessageEnvelope } from "../wire/messages.ts";
 import {
@@ -341,7 +342,12 @@ export function encodeToolEnvelopeIpc(
   options: EncodeToolEnvelopeIpcOptions = {},
 ): Uint8Array {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = positiveIntegerOption(
+    "encode a ToolEnvelope as IPC",
+    "maxMessageBytes",
+    options.maxMessageBytes,
+    DEFAULT_MAX_MESSAGE_BYTES,
+  );
   validateMessageEnvelope(envelope);
   const payload = encodeJson(envelope.payload, "payload");
   const units = payload.length;

@@ -15,7 +15,7 @@ import {
 } from "apache-arrow";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { checkByteLimit } from "../wire/codec.ts";
+import { positiveIntegerOption } from "../_internal/options.ts";
 import { isToolMessageSchema } from "./carrier.ts";
 
 /** Options of {@linkcode decodeToolMessageIpc}. */
@@ -428,7 +428,12 @@ export function ipcBytesView(bytes: unknown, decoder: string): Uint8Array {
 
 /** @internal The `maxBytes` option of an IPC decoder, checked (`RangeError`), with its default. */
 export function ipcByteLimit(maxBytes: number | undefined): number {
-  return checkByteLimit(maxBytes ?? DEFAULT_MAX_IPC_BYTES, "max_bytes");
+  return positiveIntegerOption(
+    "decode a ToolMessage IPC stream",
+    "maxBytes",
+    maxBytes,
+    DEFAULT_MAX_IPC_BYTES,
+  );
 }
 
 /**

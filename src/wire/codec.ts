@@ -6,7 +6,7 @@
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { isIntegerIn } from "../_internal/fields.ts";
+import { positiveIntegerOption } from "../_internal/options.ts";
 import { compareCodePoints, isFloatMember, isPlainObject } from "../_internal/json.ts";
 import { encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
@@ -35,14 +35,6 @@ const OPTIONAL_FIELDS = [
 ] as const;
 
 const encoder = new TextEncoder();
-
-/** Checks a byte limit option: a positive integer, else `RangeError`. */
-export function checkByteLimit(value: unknown, name = "max_message_bytes"): number {
-  if (!isIntegerIn(value, 1)) {
-    throw new RangeError(`${name} must be a positive integer`);
-  }
-  return value;
-}
 
 /** Throws `FORGE_PROTOCOL_MESSAGE_TOO_LARGE` when `size` exceeds `maximum`. */
 export function checkMessageSize(size: number, maximum: number): void {
@@ -248,7 +240,12 @@ export function envelopeHeaderBound(envelope: ToolEnvelope): number {
 export function encodeEnvelope(envelope: ToolEnvelope, options: CodecOptions = {}): Uint8Array {
   const text = envelopeJson(envelope);
   validateMessageEnvelope(envelope);
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = positiveIntegerOption(
+    "encode an envelope",
+    "maxMessageBytes",
+    options.maxMessageBytes,
+    DEFAULT_MAX_MESSAGE_BYTES,
+  );
   const bytes = encoder.encode(text);
   checkMessageSize(bytes.length, maximum);
   return bytes;
@@ -296,7 +293,12 @@ export function decodeEnvelope(
     const view = data as ArrayBufferView;
     bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
   } else throw new TypeError("data must be UTF-8 bytes or a string");
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = positiveIntegerOption(
+    "decode an envelope",
+    "maxMessageBytes",
+    options.maxMessageBytes,
+    DEFAULT_MAX_MESSAGE_BYTES,
+  );
   checkMessageSize(bytes.length, maximum);
   const parsed = parseStrictJsonBytes(bytes);
   const envelope = envelopeFromJson(parsed.value, parsed.normalized);
