@@ -77,7 +77,7 @@ import {
 import { readToolMessageRow } from "../src/dora/fast_ipc.ts";
 import { checkToolMessageStream } from "../src/dora/ipc.ts";
 import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
-import { CODES, hasPyarrow, MAX } from "./_helpers.ts";
+import { CODES, hasPyarrow, hex, MAX, unhex } from "./_helpers.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;
@@ -922,14 +922,6 @@ for row in job["write"]:
     written.append(sink.getvalue().to_pybytes().hex())
 json.dump({"read": read, "written": written, "version": pa.__version__}, sys.stdout)
 `;
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function unhex(text: string): Uint8Array {
-  return new Uint8Array(text.match(/../g)!.map((pair) => parseInt(pair, 16)));
-}
 
 Deno.test({
   name: "pyarrow reads fast-encoded streams to the same values, and its streams decode the same",

@@ -49,8 +49,7 @@ import {
   type ToolGatewayOptions,
 } from "../dora.ts";
 import { createDemoHandler, demoDescriptor } from "../examples/endpoint.ts";
-import { FakeClock } from "./_fake_clock.ts";
-import { replaceEnvelope } from "./_helpers.ts";
+import { FakeClock, replaceEnvelope } from "./_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: a gateway with two provider routes that the test plays by hand.

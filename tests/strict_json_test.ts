@@ -15,6 +15,7 @@ import {
   assertProtocolError,
   bytes,
   CODES,
+  concat,
   context,
   EVENT_HEADERS,
   eventText,
@@ -32,18 +33,6 @@ const INT_RANGE = "integer exceeds interoperable range ±9007199254740991";
 /** Decodes a tool.event whose data is the raw JSON `dataJson` and returns the decoded data. */
 function decodeData(dataJson: string): unknown {
   return decodeEnvelope(eventText(dataJson)).payload.data;
-}
-
-/** Concatenates byte arrays. */
-function concat(...parts: (Uint8Array | number[])[]): Uint8Array {
-  const total = parts.reduce((n, part) => n + part.length, 0);
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 /** The length of `value` in code points (Python's `len`). */
