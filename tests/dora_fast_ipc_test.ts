@@ -77,7 +77,7 @@ import {
 import { readToolMessageRow } from "../src/dora/fast_ipc.ts";
 import { checkToolMessageStream } from "../src/dora/ipc.ts";
 import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
-import { CODES, hasPyarrow, hex, MAX, unhex } from "./_helpers.ts";
+import { CODES, hasPyarrow, hex, MAX, SeededRandom, unhex } from "./_helpers.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;
@@ -86,56 +86,7 @@ const FIXTURES = new URL("./fixtures/pyarrow/", import.meta.url);
 const utf8 = new TextEncoder();
 
 // ---------------------------------------------------------------------------------------------
-// A small seeded PRNG (xorshift128+ on 32-bit halves) and generators
-
-class Rng {
-  #s0: number;
-  #s1: number;
-  #s2: number;
-  #s3: number;
-
-  constructor(seed: number) {
-    this.#s0 = seed | 0 || 1;
-    this.#s1 = 0x6c078965;
-    this.#s2 = 0x9908b0df;
-    this.#s3 = 0x12345678;
-    for (let i = 0; i < 20; i++) this.u32();
-  }
-
-  /** A uniform 32-bit unsigned integer (xoshiro128**). */
-  u32(): number {
-    const result = Math.imul(rotl(Math.imul(this.#s1, 5), 7), 9);
-    const t = this.#s1 << 9;
-    this.#s2 ^= this.#s0;
-    this.#s3 ^= this.#s1;
-    this.#s1 ^= this.#s2;
-    this.#s0 ^= this.#s3;
-    this.#s2 ^= t;
-    this.#s3 = rotl(this.#s3, 11);
-    return result >>> 0;
-  }
-
-  /** A uniform number in [0, 1). */
-  next(): number {
-    return (this.u32() * 2 ** 21 + (this.u32() >>> 11)) / 2 ** 53;
-  }
-
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-
-  bool(p = 0.5): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(0, items.length - 1)];
-  }
-}
-
-function rotl(x: number, k: number): number {
-  return (x << k) | (x >>> (32 - k));
-}
+// Generators over a seeded fast-check source (SeededRandom in _helpers.ts)
 
 // Identifier characters: never all blank, never a lone surrogate; non-ASCII, quotes, backslashes
 // and control characters included (they change the JSON-escaped size).
@@ -152,7 +103,7 @@ const STRING_CHARS = [..."abcxyz019 ", "\u0000", "\b", "\n", "\u001f", '"', "\\"
 const SPECIAL_KEYS = ["", "__proto__", "constructor", "toJSON", "0", "10", "4294967294", "007"];
 
 interface Gen {
-  readonly rng: Rng;
+  readonly rng: SeededRandom;
 }
 
 function idString(g: Gen): string {
@@ -547,7 +498,7 @@ function checkEnvelope(envelope: ToolEnvelope, what: string, maxMessageBytes?: n
 }
 
 Deno.test("fast and generic codecs agree on thousands of envelopes of all 14 types", () => {
-  const g = { rng: new Rng(SEED) };
+  const g = { rng: new SeededRandom(SEED) };
   for (const messageType of TYPES) {
     for (let i = 0; i < PER_TYPE; i++) {
       const envelope = envelopeOf(g, messageType);
@@ -560,7 +511,7 @@ Deno.test("fast and generic codecs agree on thousands of envelopes of all 14 typ
 
 Deno.test("every nullable column is null somewhere, and non-ASCII is everywhere", () => {
   // What the generator covers, so the differential test above means what it says.
-  const g = { rng: new Rng(SEED) };
+  const g = { rng: new SeededRandom(SEED) };
   const nulls = new Set<string>();
   let nonAscii = 0;
   for (const messageType of TYPES) {
@@ -584,7 +535,7 @@ Deno.test("every nullable column is null somewhere, and non-ASCII is everywhere"
 });
 
 Deno.test("payloads from tiny to past the limit: same bytes-to-values, same size errors", () => {
-  const g = { rng: new Rng(SEED + 1) };
+  const g = { rng: new SeededRandom(SEED + 1) };
   const limit = 8192;
   for (const nonAscii of [false, true]) {
     for (let target = 0; target < limit + 256; target += nonAscii ? 61 : 37) {
@@ -631,7 +582,7 @@ Deno.test("payloads from tiny to past the limit: same bytes-to-values, same size
 });
 
 Deno.test("the encoder's logical size is the Wire size, and its bytes round-trip through pyarrow's layout rules", () => {
-  const g = { rng: new Rng(SEED + 2) };
+  const g = { rng: new SeededRandom(SEED + 2) };
   for (let i = 0; i < 300; i++) {
     const envelope = envelopeOf(g, g.rng.pick(TYPES));
     const size = encodedEnvelopeSize(envelope);
@@ -812,7 +763,7 @@ function rawRow(g: Gen): (Cell | bigint)[] {
 }
 
 Deno.test("carrier rows breaking every rule: the same envelope or the same error, in the same order", () => {
-  const g = { rng: new Rng(SEED + 3) };
+  const g = { rng: new SeededRandom(SEED + 3) };
   let accepted = 0;
   for (let i = 0; i < RAW_ROWS; i++) {
     const bytes = carrierBytes(rawRow(g));
@@ -830,7 +781,7 @@ Deno.test("carrier rows breaking every rule: the same envelope or the same error
 });
 
 Deno.test("payload_json texts at every carrier rule, one by one", () => {
-  const g = { rng: new Rng(SEED + 4) };
+  const g = { rng: new SeededRandom(SEED + 4) };
   const envelope = envelopeOf(g, "tool.invoke.request");
   const base = cells(encodeToolEnvelopeIpc(envelope)).map((value) =>
     typeof value === "string" ? utf8.encode(value) : value as bigint | null
@@ -927,7 +878,7 @@ Deno.test({
   name: "pyarrow reads fast-encoded streams to the same values, and its streams decode the same",
   ignore: !PYARROW,
   fn: async () => {
-    const g = { rng: new Rng(SEED + 5) };
+    const g = { rng: new SeededRandom(SEED + 5) };
     const envelopes: ToolEnvelope[] = [];
     for (const messageType of TYPES) {
       for (let i = 0; i < 12; i++) envelopes.push(envelopeOf(g, messageType));
@@ -967,7 +918,7 @@ Deno.test({
 // Mutated, truncated and extended streams
 
 function smallStreams(): [string, Uint8Array][] {
-  const g = { rng: new Rng(SEED + 6) };
+  const g = { rng: new SeededRandom(SEED + 6) };
   const event = makeEventEnvelope(
     new ToolEvent({ type: "progress", data: { f: 0.5, t: "方" } }),
     new ToolContext({

@@ -55,57 +55,13 @@ import {
   validateRegistrationEnvelope,
   validateResponseCorrelation,
 } from "../mod.ts";
-import { CODES, MAX } from "./_helpers.ts";
+import { CODES, MAX, SeededRandom } from "./_helpers.ts";
 
 const PER_TYPE = 300;
 const SEED = 0x5eed_2026;
 
 // ---------------------------------------------------------------------------------------------
-// A small seeded PRNG (sfc32) and generators
-
-class Rng {
-  #a: number;
-  #b: number;
-  #c: number;
-  #d: number;
-
-  constructor(seed: number) {
-    this.#a = 0x9e3779b9;
-    this.#b = 0x243f6a88;
-    this.#c = 0xb7e15162;
-    this.#d = seed | 0;
-    for (let i = 0; i < 16; i++) this.u32();
-  }
-
-  /** A uniform 32-bit unsigned integer. */
-  u32(): number {
-    const t = (((this.#a + this.#b) | 0) + this.#d) | 0;
-    this.#d = (this.#d + 1) | 0;
-    this.#a = this.#b ^ (this.#b >>> 9);
-    this.#b = (this.#c + (this.#c << 3)) | 0;
-    this.#c = (this.#c << 21) | (this.#c >>> 11);
-    this.#c = (this.#c + t) | 0;
-    return t >>> 0;
-  }
-
-  /** A uniform number in [0, 1) with 53 random bits. */
-  next(): number {
-    return ((this.u32() >>> 5) * 67108864 + (this.u32() >>> 6)) / 9007199254740992;
-  }
-
-  /** A uniform integer in [lo, hi] (both safe integers). */
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-
-  bool(p = 0.5): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(0, items.length - 1)];
-  }
-}
+// Generators over a seeded fast-check source (SeededRandom in _helpers.ts)
 
 // Characters of identifiers: never all blank, never a lone surrogate. Includes characters that
 // are NOT blank for the reference (U+200B, U+FEFF, U+180E, U+2060, U+001C) and non-ASCII.
@@ -154,7 +110,7 @@ const SPECIAL_KEYS = ["", "__proto__", "constructor", "toJSON", "hasOwnProperty"
 const INDEX_KEYS = ["0", "1", "9", "10", "42", "4294967294", "007", "-1", "1.5"];
 
 interface Gen {
-  rng: Rng;
+  rng: SeededRandom;
   /** Whether object keys may look like array indices ("0", "10", …). */
   indexKeys: boolean;
 }
@@ -650,7 +606,7 @@ function roundTrips(indexKeys: boolean, seed: number) {
   return async (t: Deno.TestContext) => {
     for (const [index, messageType] of TYPES.entries()) {
       await t.step(messageType, () => {
-        const g: Gen = { rng: new Rng(seed + index), indexKeys };
+        const g: Gen = { rng: new SeededRandom(seed + index), indexKeys };
         for (let i = 0; i < PER_TYPE; i++) {
           const item = sample(g, messageType);
           assertStrictEquals(item.envelope.messageType, messageType);
@@ -712,7 +668,7 @@ const INTERESTING_BYTES = [
   0xff,
 ];
 
-function mutate(rng: Rng, source: Uint8Array): Uint8Array {
+function mutate(rng: SeededRandom, source: Uint8Array): Uint8Array {
   const bytes = Array.from(source);
   const edits = rng.int(1, 3);
   for (let e = 0; e < edits; e++) {
@@ -764,8 +720,8 @@ function decodeOrProtocolError(input: Uint8Array | string): ToolEnvelope | undef
 Deno.test("property: mutated encodings decode or fail with a ToolProtocolError", async (t) => {
   for (const [index, messageType] of TYPES.entries()) {
     await t.step(messageType, () => {
-      const g: Gen = { rng: new Rng(SEED + 5000 + index), indexKeys: false };
-      const rng = new Rng(SEED + 9000 + index);
+      const g: Gen = { rng: new SeededRandom(SEED + 5000 + index), indexKeys: false };
+      const rng = new SeededRandom(SEED + 9000 + index);
       let decodedCount = 0;
       let rejectedCount = 0;
       for (let i = 0; i < 60; i++) {
@@ -798,8 +754,8 @@ Deno.test("property: mutated encodings decode or fail with a ToolProtocolError",
 });
 
 Deno.test("property: mutated text (with lone surrogates) decodes or fails with a ToolProtocolError", () => {
-  const g: Gen = { rng: new Rng(SEED + 7), indexKeys: true };
-  const rng = new Rng(SEED + 8);
+  const g: Gen = { rng: new SeededRandom(SEED + 7), indexKeys: true };
+  const rng = new SeededRandom(SEED + 8);
   const units = [
     "\ud800",
     "\udfff",
@@ -824,7 +780,7 @@ Deno.test("property: mutated text (with lone surrogates) decodes or fails with a
 });
 
 Deno.test("property: random byte strings decode or fail with a ToolProtocolError", () => {
-  const rng = new Rng(SEED + 11);
+  const rng = new SeededRandom(SEED + 11);
   for (let i = 0; i < 2000; i++) {
     const length = rng.int(0, 64);
     const bytes = new Uint8Array(length);
