@@ -50,7 +50,15 @@ import {
   toolMessageCarrierSize,
   toolMessageToEnvelope,
 } from "../dora.ts";
-import { assertProtocolError, CODES, context, MAX, PROTOCOL, text } from "./_helpers.ts";
+import {
+  assertProtocolError,
+  CODES,
+  context,
+  MAX,
+  PROTOCOL,
+  SeededRandom,
+  text,
+} from "./_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -175,18 +183,6 @@ function onlyProtocolErrors(fn: () => unknown, label: string): boolean {
     }
     return false;
   }
-}
-
-/** A deterministic pseudo-random generator (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1024,7 +1020,8 @@ Deno.test("corrupted IPC bytes fail only with ToolProtocolError, all the way to 
 });
 
 Deno.test("random bytes fail only with ToolProtocolError", () => {
-  const next = random(0x5eed);
+  const rng = new SeededRandom(0x5eed);
+  const next = () => rng.next();
   const valid = encodeToolMessageIpc(toolEnvelopeToMessage(invokeRequest()));
   for (let round = 0; round < 400; round++) {
     const length = Math.floor(next() * 2048);

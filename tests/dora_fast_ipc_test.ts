@@ -457,7 +457,7 @@ const EXPECTED_SCHEMA = TOOL_MESSAGE_SCHEMA.fields.map((field) => [
 // Envelope -> IPC -> envelope, both ways, over every message type
 
 const TYPES = [...TOOL_MESSAGE_TYPES].sort();
-const counts = { envelopes: 0, rawRows: 0, mutations: 0, sizes: 0 };
+const counts = { envelopes: 0, mutations: 0, sizes: 0 };
 
 function checkEnvelope(envelope: ToolEnvelope, what: string, maxMessageBytes?: number): void {
   const options = maxMessageBytes === undefined ? {} : { maxMessageBytes };
@@ -774,7 +774,6 @@ Deno.test("carrier rows breaking every rule: the same envelope or the same error
       }
       : {};
     if (assertSameDecode(bytes, `raw row #${i}`, options).ok) accepted++;
-    counts.rawRows++;
   }
   // Both accepted and rejected rows are well represented.
   assert(accepted > RAW_ROWS / 10 && accepted < RAW_ROWS * 0.9, `accepted ${accepted}`);
@@ -1290,14 +1289,5 @@ Deno.test("options and arguments fail as the generic path does", () => {
     outcome(() => decodeToolEnvelopeIpc(bytes.slice().buffer)),
     outcome(() => genericDecode(bytes)),
     "ArrayBuffer",
-  );
-  assertStrictEquals(CODES.INVALID_MESSAGE, "FORGE_PROTOCOL_INVALID_MESSAGE");
-});
-
-Deno.test("differential test counts", () => {
-  // Printed so a CI log shows how much was compared (the tests above assert their minimums).
-  console.log(
-    `fast IPC differential: ${counts.envelopes} envelopes, ${counts.sizes} size points, ` +
-      `${counts.rawRows} raw carrier rows, ${counts.mutations} byte mutations`,
   );
 });
