@@ -77,7 +77,7 @@ import {
 import { readToolMessageRow } from "../src/dora/fast_ipc.ts";
 import { checkToolMessageStream } from "../src/dora/ipc.ts";
 import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
-import { CODES, hasPyarrow, hex, MAX, SeededRandom, unhex } from "./_helpers.ts";
+import { hasPyarrow, hex, MAX, SeededRandom, unhex } from "./_helpers.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;

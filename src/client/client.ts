@@ -574,15 +574,7 @@ export class ToolEndpointClient {
     }
     const timeoutMs = this.#timeoutOf(options, "query");
     const { envelope, context } = await this.#invokeRequest(operation, args, options, "query");
-    const response = await this.#exchange({
-      name: "invoke",
-      request: envelope,
-      parse: (message) => answerOf(message, invokeResponseFromPayload),
-      maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
-      timeoutMs,
-      signal: options.signal,
-      timeoutOutcome: "unknown",
-    });
+    const response = await this.#invokeExchange(envelope, options, timeoutMs);
     const outcome = unwrap(response);
     if (outcome instanceof ToolResult) return outcome;
     if (outcome instanceof ToolAccepted) {
@@ -657,15 +649,7 @@ export class ToolEndpointClient {
     this.#invocations.set(context.executionKey.id, invocation);
     let answer: Answer<InvokeResponse>;
     try {
-      answer = await this.#exchange({
-        name: "invoke",
-        request: envelope,
-        parse: (message) => answerOf(message, invokeResponseFromPayload),
-        maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
-        timeoutMs,
-        signal: options.signal,
-        timeoutOutcome: "unknown",
-      });
+      answer = await this.#invokeExchange(envelope, options, timeoutMs);
     } catch (error) {
       if (
         error instanceof ToolClientError && error.code === ToolClientErrorCodes.TIMEOUT &&
@@ -837,6 +821,23 @@ export class ToolEndpointClient {
       endpointInstanceId,
     });
     return { envelope, context };
+  }
+
+  /** The invoke exchange of a Query or an Action/Session start (resent only on request). */
+  #invokeExchange(
+    envelope: ToolEnvelope,
+    options: ToolClientCallOptions,
+    timeoutMs: number,
+  ): Promise<Answer<InvokeResponse>> {
+    return this.#exchange({
+      name: "invoke",
+      request: envelope,
+      parse: (message) => answerOf(message, invokeResponseFromPayload),
+      maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
+      timeoutMs,
+      signal: options.signal,
+      timeoutOutcome: "unknown",
+    });
   }
 
   #exchange<T>(spec: ExchangeSpec<T>): Promise<T> {

@@ -13,13 +13,13 @@
 import { withResolvers } from "../_internal/async.ts";
 import type { RecordBatch } from "apache-arrow";
 import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "apache-arrow";
-import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
 import { ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
 import { FifoLock } from "../handler/_emitter.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
+import { maxMessageBytesOption } from "../wire/codec.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
 import {
   carrierMessageSizeOver,
@@ -239,12 +239,7 @@ export class DoraToolEndpointBinding {
     if (typeof options !== "object" || options === null) {
       throw new TypeError(optionMessage(CREATE_BINDING, "options", "an object", options));
     }
-    const maximum = positiveIntegerOption(
-      CREATE_BINDING,
-      "maxMessageBytes",
-      options.maxMessageBytes,
-      DEFAULT_MAX_MESSAGE_BYTES,
-    );
+    const maximum = maxMessageBytesOption(CREATE_BINDING, options.maxMessageBytes);
     if (maximum < MIN_BINDING_MESSAGE_BYTES) {
       throw new RangeError(
         optionMessage(

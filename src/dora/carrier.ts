@@ -23,7 +23,6 @@ import {
   Utf8,
 } from "apache-arrow";
 import {
-  DEFAULT_MAX_MESSAGE_BYTES,
   MAX_JSON_DEPTH,
   MAX_SAFE_JSON_INTEGER,
   TOOL_ENDPOINT_PROTOCOL,
@@ -40,6 +39,7 @@ import {
   envelopeHeaderBound,
   envelopeJson,
   envelopeJsonParts,
+  maxMessageBytesOption,
   parseStrictJsonBytes,
   utf8Length,
 } from "../wire/codec.ts";
@@ -249,11 +249,9 @@ export function toolEnvelopeToMessage(
   options: ToolEnvelopeToMessageOptions = {},
 ): RecordBatch {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  const maximum = positiveIntegerOption(
+  const maximum = maxMessageBytesOption(
     "convert a ToolEnvelope to a ToolMessage",
-    "maxMessageBytes",
     options.maxMessageBytes,
-    DEFAULT_MAX_MESSAGE_BYTES,
   );
   validateMessageEnvelope(envelope);
   const { text, payload } = envelopeAndPayloadJson(envelope);
@@ -783,12 +781,7 @@ export function carrierDecodeLimits(
   options: ToolMessageToEnvelopeOptions,
 ): { maxMessageBytes: number; maxPayloadJsonBytes: number | undefined } {
   const action = "decode a ToolMessage";
-  const maxMessageBytes = positiveIntegerOption(
-    action,
-    "maxMessageBytes",
-    options.maxMessageBytes,
-    DEFAULT_MAX_MESSAGE_BYTES,
-  );
+  const maxMessageBytes = maxMessageBytesOption(action, options.maxMessageBytes);
   const maxPayloadJsonBytes = options.maxPayloadJsonBytes === undefined
     ? undefined
     : positiveIntegerOption(action, "maxPayloadJsonBytes", options.maxPayloadJsonBytes, 0);

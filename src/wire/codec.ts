@@ -36,6 +36,14 @@ const OPTIONAL_FIELDS = [
 
 const encoder = new TextEncoder();
 
+/**
+ * The `maxMessageBytes` option of a codec call: the Wire default when `undefined`, else a
+ * positive integer (`RangeError` naming the option and the value otherwise).
+ */
+export function maxMessageBytesOption(action: string, value: unknown): number {
+  return positiveIntegerOption(action, "maxMessageBytes", value, DEFAULT_MAX_MESSAGE_BYTES);
+}
+
 /** Throws `FORGE_PROTOCOL_MESSAGE_TOO_LARGE` when `size` exceeds `maximum`. */
 export function checkMessageSize(size: number, maximum: number): void {
   if (size > maximum) {
@@ -240,12 +248,7 @@ export function envelopeHeaderBound(envelope: ToolEnvelope): number {
 export function encodeEnvelope(envelope: ToolEnvelope, options: CodecOptions = {}): Uint8Array {
   const text = envelopeJson(envelope);
   validateMessageEnvelope(envelope);
-  const maximum = positiveIntegerOption(
-    "encode an envelope",
-    "maxMessageBytes",
-    options.maxMessageBytes,
-    DEFAULT_MAX_MESSAGE_BYTES,
-  );
+  const maximum = maxMessageBytesOption("encode an envelope", options.maxMessageBytes);
   const bytes = encoder.encode(text);
   checkMessageSize(bytes.length, maximum);
   return bytes;
@@ -293,12 +296,7 @@ export function decodeEnvelope(
     const view = data as ArrayBufferView;
     bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
   } else throw new TypeError("data must be UTF-8 bytes or a string");
-  const maximum = positiveIntegerOption(
-    "decode an envelope",
-    "maxMessageBytes",
-    options.maxMessageBytes,
-    DEFAULT_MAX_MESSAGE_BYTES,
-  );
+  const maximum = maxMessageBytesOption("decode an envelope", options.maxMessageBytes);
   checkMessageSize(bytes.length, maximum);
   const parsed = parseStrictJsonBytes(bytes);
   const envelope = envelopeFromJson(parsed.value, parsed.normalized);
