@@ -74,9 +74,17 @@ export interface ToolEndpointClientOptions {
    * is `unsupported` (or give `semantics` per call).
    */
   readonly descriptor?: ToolEndpointDescriptor;
-  /** The Runtime tool id placed in every context (default: the endpoint id). */
+  /**
+   * The Runtime tool id placed in every context.
+   *
+   * @default {endpointId}
+   */
   readonly toolId?: string;
-  /** The implementation id placed in every context (default: the endpoint id). */
+  /**
+   * The implementation id placed in every context.
+   *
+   * @default {endpointId}
+   */
   readonly implementationId?: string;
   /** Who calls, placed in every context unless a call says otherwise. */
   readonly callerId?: string;
@@ -146,7 +154,9 @@ export interface ToolEndpointClientOptions {
   readonly generateId?: () => string;
   /**
    * Told about a failure nobody awaits: the `cancel` or `stop` an abort or a dispose sent in the
-   * background. Default: `console.error` with the execution key.
+   * background.
+   *
+   * @default {console.error with the execution key}
    */
   readonly onError?: (error: unknown, key: ToolExecutionKey) => void;
 }
@@ -159,28 +169,56 @@ export interface ToolClientCallOptions {
    * (`result()`, `events`) end with the reason.
    */
   readonly signal?: AbortSignal;
-  /** The attempt timeout of this call's exchanges, in milliseconds (default: the client's). */
+  /**
+   * The attempt timeout of this call's exchanges, in milliseconds.
+   *
+   * @default {the client's timeoutMs}
+   */
   readonly timeoutMs?: number;
   /** The absolute deadline, Unix epoch milliseconds, placed in the context as `deadline_ms`. */
   readonly deadlineMs?: number;
-  /** Who calls (default: the client's `callerId`). */
+  /**
+   * Who calls.
+   *
+   * @default {the client's callerId}
+   */
   readonly callerId?: string;
   /** JSON metadata placed in the context. */
   readonly metadata?: object;
-  /** The invocation id (default: the client's `generateId()`, a random UUID). */
+  /**
+   * The invocation id.
+   *
+   * @default {generateId()}
+   */
   readonly invocationId?: string;
-  /** The attempt id (default: the client's `generateId()`). */
+  /**
+   * The attempt id.
+   *
+   * @default {generateId()}
+   */
   readonly attemptId?: string;
-  /** The invoke's request id (default: the client's `generateId()`). */
+  /**
+   * The invoke's request id.
+   *
+   * @default {generateId()}
+   */
   readonly requestId?: string;
-  /** The Runtime tool id (default: the client's). */
+  /**
+   * The Runtime tool id.
+   *
+   * @default {the client's toolId}
+   */
   readonly toolId?: string;
-  /** The implementation id (default: the client's). */
+  /**
+   * The implementation id.
+   *
+   * @default {the client's implementationId}
+   */
   readonly implementationId?: string;
   /**
    * Re-send an unanswered invoke (same request id and execution key) up to `maxAttempts`. Only
    * for operations known to be idempotent: a duplicate delivery may execute again (PROTOCOL
-   * 5.2). Off by default.
+   * 5.2).
    *
    * @default {false}
    */

@@ -70,17 +70,27 @@ export interface ToolMessageStructVector {
 
 /** Options of {@linkcode toolEnvelopeToMessage}. */
 export interface ToolEnvelopeToMessageOptions {
-  /** The largest logical encoded message accepted, in bytes (default 1 MiB). */
+  /**
+   * The largest logical encoded message accepted, in bytes.
+   *
+   * @default {1048576}
+   */
   readonly maxMessageBytes?: number;
 }
 
 /** Options of {@linkcode toolMessageToEnvelope}. */
 export interface ToolMessageToEnvelopeOptions {
-  /** The largest logical encoded message accepted, in bytes (default 1 MiB). */
+  /**
+   * The largest logical encoded message accepted, in bytes.
+   *
+   * @default {1048576}
+   */
   readonly maxMessageBytes?: number;
   /**
    * The largest raw `payload_json` accepted, in UTF-8 bytes including any whitespace, checked
-   * before the JSON is parsed (default: no separate limit).
+   * before the JSON is parsed.
+   *
+   * @default {undefined: no separate limit}
    */
   readonly maxPayloadJsonBytes?: number;
 }

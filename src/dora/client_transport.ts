@@ -47,7 +47,11 @@ export interface DoraToolClientTransportOptions {
    * @default {1048576}
    */
   readonly maxMessageBytes?: number;
-  /** Told about each message dropped because its bytes did not decode (default: ignored). */
+  /**
+   * Told about each message dropped because its bytes did not decode.
+   *
+   * @default {ignored}
+   */
   readonly onUndecodable?: (error: unknown) => void;
 }
 
@@ -65,7 +69,11 @@ export interface LoopbackToolClientTransportOptions {
    * @default {1048576}
    */
   readonly maxMessageBytes?: number;
-  /** Told about each message dropped because its bytes did not decode (default: ignored). */
+  /**
+   * Told about each message dropped because its bytes did not decode.
+   *
+   * @default {ignored}
+   */
   readonly onUndecodable?: (error: unknown) => void;
 }
 

@@ -21,8 +21,10 @@ import { isToolMessageSchema } from "./carrier.ts";
 /** Options of {@linkcode decodeToolMessageIpc}. */
 export interface DecodeToolMessageIpcOptions {
   /**
-   * The largest IPC stream accepted, in bytes, checked before anything is read (default 1 MiB
-   * plus 64 KiB, the Dora binding's default carrier limit).
+   * The largest IPC stream accepted, in bytes, checked before anything is read (1 MiB plus 64
+   * KiB by default, the Dora binding's default carrier limit).
+   *
+   * @default {1114112}
    */
   readonly maxBytes?: number;
 }

@@ -137,7 +137,11 @@ export type ExecutionFunction<A> = (
 
 /** Options every definition takes. */
 export interface DefinitionOptions<S extends ArgumentSchema> {
-  /** Validates the invoke's arguments before the function runs (default: none, any object). */
+  /**
+   * Validates the invoke's arguments before the function runs.
+   *
+   * @default {none: any object}
+   */
   readonly arguments?: S;
   /**
    * How many executions may run at once (`max_concurrency`), a positive integer.

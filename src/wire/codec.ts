@@ -21,7 +21,11 @@ export { parseStrictJsonBytes } from "./_json_decode.ts";
 
 /** Options of {@linkcode encodeEnvelope} and {@linkcode decodeEnvelope}. */
 export interface CodecOptions {
-  /** The largest encoded message accepted, in bytes (default 1 MiB). */
+  /**
+   * The largest encoded message accepted, in bytes.
+   *
+   * @default {1048576}
+   */
   readonly maxMessageBytes?: number;
 }
 
