@@ -1,7 +1,6 @@
 // Shared fixtures of the test suites (not a test file itself): Wire constants and assertions,
-// bytes helpers, the "cell" endpoint descriptor, a deterministic clock, and a seeded generator.
+// bytes helpers, the "cell" endpoint descriptor, and a deterministic clock.
 import { AssertionError, assertStrictEquals } from "@std/assert";
-import fc from "fast-check";
 import {
   type NodeClock,
   TOOL_ENDPOINT_PROTOCOL,
@@ -336,58 +335,4 @@ export class FakeClock implements NodeClock {
     }
     this.#now = target;
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// A seeded generator
-
-/**
- * A seeded source of random values drawn from fast-check: the same seed gives the same sequence,
- * for suites that build their inputs imperatively (the fuzz harness composes arbitraries
- * instead). It draws uniform 32-bit words from fast-check in blocks, so a draw costs about what a
- * hand-written PRNG's does; integers and the unit interval are uniform.
- */
-export class SeededRandom {
-  readonly #draw: fc.GeneratorValue;
-  #words: Uint32Array = new Uint32Array(0);
-  #at = 0;
-
-  constructor(seed: number) {
-    this.#draw = fc.sample(fc.gen(), { seed: seed | 0, numRuns: 1 })[0];
-  }
-
-  /** A uniform 32-bit unsigned integer. */
-  u32(): number {
-    if (this.#at === this.#words.length) {
-      this.#words = this.#draw(wordBlock);
-      this.#at = 0;
-    }
-    return this.#words[this.#at++];
-  }
-
-  /** A uniform number in `[0, 1)` with 53 random bits. */
-  next(): number {
-    return ((this.u32() >>> 5) * 2 ** 26 + (this.u32() >>> 6)) / 2 ** 53;
-  }
-
-  /** A uniform integer in `[lo, hi]` (both safe integers). */
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-
-  /** `true` with probability `p`. */
-  bool(p = 0.5): boolean {
-    return this.next() < p;
-  }
-
-  /** One of `items`, uniformly. */
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(0, items.length - 1)];
-  }
-}
-
-const WORD_BLOCK = 4096;
-
-function wordBlock(): fc.Arbitrary<Uint32Array> {
-  return fc.noBias(fc.uint32Array({ minLength: WORD_BLOCK, maxLength: WORD_BLOCK }));
 }

@@ -50,15 +50,8 @@ import {
   toolMessageCarrierSize,
   toolMessageToEnvelope,
 } from "../dora.ts";
-import {
-  assertProtocolError,
-  CODES,
-  context,
-  MAX,
-  PROTOCOL,
-  SeededRandom,
-  text,
-} from "./_helpers.ts";
+import { assertProtocolError, CODES, context, MAX, PROTOCOL, text } from "./_helpers.ts";
+import { SeededRandom } from "./_random.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
