@@ -833,6 +833,8 @@ Deno.test("gateway options name the option and the value received", () => {
     "Cannot create a ToolGateway as 'clock' must be an object with now(), setTimeout() and " +
       "clearTimeout(): current value is [object Object]",
   );
+  // From plain JavaScript, a null limit is an absent one: the default.
+  new ToolGateway({ routes: ROUTES, maxExecutions: null as unknown as number });
   const gateway = new ToolGateway({ routes: ROUTES });
   assertEquals(
     assertThrows(() => gateway.attachRoute("detector", 1 as never), TypeError).message,

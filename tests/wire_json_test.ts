@@ -139,6 +139,10 @@ Deno.test("a bad maxMessageBytes is a RangeError", () => {
     decodeEnvelope(valid, { maxMessageBytes: undefined }).messageType,
     "tool.event",
   );
+  // An absent limit, from plain JavaScript as null too, is the Wire default.
+  const absent = { maxMessageBytes: null as unknown as number };
+  assertStrictEquals(decodeEnvelope(valid, absent).messageType, "tool.event");
+  assertEquals(encodeEnvelope(envelope, absent), bytes(valid));
 });
 
 Deno.test("input kinds: bytes, views, buffers and strings; anything else is a TypeError", () => {

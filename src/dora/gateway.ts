@@ -330,19 +330,19 @@ export class ToolGateway {
     this.#exchangeTimeoutMs = positiveIntegerOption(
       CREATE_GATEWAY,
       "exchangeTimeoutMs",
-      options.exchangeTimeoutMs,
+      options.exchangeTimeoutMs ?? undefined,
       60_000,
     );
     this.#maxPending = positiveIntegerOption(
       CREATE_GATEWAY,
       "maxPendingExchanges",
-      options.maxPendingExchanges,
+      options.maxPendingExchanges ?? undefined,
       1024,
     );
     this.#maxExecutions = positiveIntegerOption(
       CREATE_GATEWAY,
       "maxExecutions",
-      options.maxExecutions,
+      options.maxExecutions ?? undefined,
       4096,
     );
     positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);

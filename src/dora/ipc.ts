@@ -433,7 +433,7 @@ export function ipcByteLimit(maxBytes: number | undefined): number {
   return positiveIntegerOption(
     "decode a ToolMessage IPC stream",
     "maxBytes",
-    maxBytes,
+    maxBytes ?? undefined,
     DEFAULT_MAX_IPC_BYTES,
   );
 }

@@ -41,11 +41,16 @@ const OPTIONAL_FIELDS = [
 const encoder = new TextEncoder();
 
 /**
- * The `maxMessageBytes` option of a codec call: the Wire default when `undefined`, else a
- * positive integer (`RangeError` naming the option and the value otherwise).
+ * The `maxMessageBytes` option of a codec call: the Wire default when absent (`undefined` or
+ * `null`), else a positive integer (`RangeError` naming the option and the value otherwise).
  */
 export function maxMessageBytesOption(action: string, value: unknown): number {
-  return positiveIntegerOption(action, "maxMessageBytes", value, DEFAULT_MAX_MESSAGE_BYTES);
+  return positiveIntegerOption(
+    action,
+    "maxMessageBytes",
+    value ?? undefined,
+    DEFAULT_MAX_MESSAGE_BYTES,
+  );
 }
 
 /** Throws `FORGE_PROTOCOL_MESSAGE_TOO_LARGE` when `size` exceeds `maximum`. */
