@@ -2,12 +2,10 @@
 // Action `move` that reports progress, and a stoppable Session `watch` that beats, all served
 // by the real ToolEndpointHandler.
 import {
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   type ToolCallOptions,
   type ToolContext,
   ToolControlResponse,
-  ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
   ToolError,
@@ -15,35 +13,21 @@ import {
   type ToolEventEmitter,
   type ToolExecutionKey,
   ToolExecutionStatus,
-  ToolOperationDescriptor,
   type ToolRequest,
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import { cellDescriptor } from "./_helpers.ts";
 
 export const ENDPOINT = "robot.arm";
 export const INSTANCE = "arm-1";
 
-export const DESCRIPTOR = new ToolEndpointDescriptor({
-  protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+export const DESCRIPTOR = cellDescriptor({
   endpointId: ENDPOINT,
-  operations: [
-    new ToolOperationDescriptor({ name: "echo", semantics: "query", maxConcurrency: 64 }),
-    new ToolOperationDescriptor({
-      name: "move",
-      semantics: "action",
-      cancellable: true,
-      statusSupported: true,
-      maxConcurrency: 10_000,
-    }),
-    new ToolOperationDescriptor({
-      name: "watch",
-      semantics: "session",
-      stoppable: true,
-      statusSupported: true,
-      maxConcurrency: 10_000,
-    }),
-  ],
+  query: "echo",
+  queryConcurrency: 64,
+  session: "watch",
+  maxConcurrency: 10_000,
 });
 
 /** The structured rejection `echo` answers for `{ reject: true }`. */

@@ -8,20 +8,9 @@ import {
   ToolEndpointClient,
 } from "../mod.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT } from "./_client_fixtures.ts";
+import { SeededRandom } from "./_random.ts";
 
 declare const gc: (() => void) | undefined;
-
-/** A small seeded PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function heap(): number {
   for (let i = 0; i < 3; i++) gc?.();
@@ -45,7 +34,8 @@ export interface SoakFacts {
 }
 
 export async function soak(calls: number, seed: number, concurrency: number): Promise<SoakFacts> {
-  const random = prng(seed);
+  const rng = new SeededRandom(seed);
+  const random = () => rng.next();
   const arm = armEndpoint({ maxRetainedExecutions: 256 });
   const client = new ToolEndpointClient({
     transport: new InProcessToolClientTransport(arm.handler),

@@ -40,6 +40,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import { cellDescriptor } from "./_helpers.ts";
 
 /** The handler's provider instance in every suite. */
 export const INSTANCE = "instance-1";
@@ -54,21 +55,30 @@ export interface QueryCall {
   readonly signal: AbortSignal;
 }
 
-/** Returns a fixed result and records every call. */
+/** Answers a fixed result, or the result of a function of the request, and records every call. */
 export class FakeQuery {
   readonly calls: QueryCall[] = [];
-  result: ToolResult;
+  result: ToolResult | ((request: ToolRequest) => ToolResult);
 
   constructor(
-    result: ToolResult = new ToolResult({ status: "succeeded", outputs: { ok: true } }),
+    result: ToolResult | ((request: ToolRequest) => ToolResult) = new ToolResult({
+      status: "succeeded",
+      outputs: { ok: true },
+    }),
   ) {
     this.result = result;
   }
 
   query(request: ToolRequest, context: ToolContext, options: ToolCallOptions): Promise<ToolResult> {
     this.calls.push({ request, context, signal: options.signal });
-    return Promise.resolve(this.result);
+    const result = this.result;
+    return Promise.resolve(typeof result === "function" ? result(request) : result);
   }
+}
+
+/** A {@linkcode FakeQuery} answer: succeeded, with the request's arguments as `outputs.arguments`. */
+export function echoArguments(request: ToolRequest): ToolResult {
+  return new ToolResult({ status: "succeeded", outputs: { arguments: request.arguments } });
 }
 
 /** The structured rejection RejectingQuery raises. */
@@ -325,36 +335,12 @@ export interface ExecutionHandlerOptions extends HandlerExtras {
 
 /** "motion.arm" with move/action (cancellable, status_supported). */
 export function actionDescriptor(maxConcurrency = 1): ToolEndpointDescriptor {
-  return new ToolEndpointDescriptor({
-    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-    endpointId: "motion.arm",
-    operations: [
-      new ToolOperationDescriptor({
-        name: "move",
-        semantics: "action",
-        cancellable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-    ],
-  });
+  return cellDescriptor({ endpointId: "motion.arm", query: null, session: null, maxConcurrency });
 }
 
 /** "policy.runner" with serve/session (stoppable, status_supported). */
 export function sessionDescriptor(maxConcurrency = 1): ToolEndpointDescriptor {
-  return new ToolEndpointDescriptor({
-    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-    endpointId: "policy.runner",
-    operations: [
-      new ToolOperationDescriptor({
-        name: "serve",
-        semantics: "session",
-        stoppable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-    ],
-  });
+  return cellDescriptor({ endpointId: "policy.runner", query: null, action: null, maxConcurrency });
 }
 
 /** The reference's `_action_handler(action, ...)`. */

@@ -1,11 +1,15 @@
-// Shared helpers of the Wire test suites (not a test file itself).
+// Shared fixtures of the test suites (not a test file itself): Wire constants and assertions,
+// bytes helpers, the "cell" endpoint descriptor, and a deterministic clock.
 import { AssertionError, assertStrictEquals } from "@std/assert";
 import {
+  type NodeClock,
   TOOL_ENDPOINT_PROTOCOL,
   ToolContext,
+  ToolEndpointDescriptor,
   ToolEnvelope,
   type ToolEnvelopeInit,
   ToolExecutionKey,
+  ToolOperationDescriptor,
   ToolProtocolError,
 } from "../mod.ts";
 
@@ -185,5 +189,150 @@ export function hasPyarrow(): boolean {
       .outputSync().success;
   } catch {
     return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bytes
+
+/** Lower-case hex of bytes. */
+export function hex(bytes: Uint8Array): string {
+  let out = "";
+  for (const b of bytes) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+/** Bytes of hex text (either case); `"-"` stands for no bytes. */
+export function unhex(text: string): Uint8Array {
+  if (text === "-") return new Uint8Array(0);
+  const out = new Uint8Array(text.length >> 1);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(text.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/** The concatenation of byte arrays (or arrays of byte values). */
+export function concat(...parts: (Uint8Array | readonly number[])[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The "cell" endpoint: a Query, a cancellable Action and a stoppable Session
+
+/** What {@linkcode cellDescriptor} declares; an operation whose name is `null` is left out. */
+export interface CellOptions {
+  /** The endpoint id (default `"robot.cell"`). */
+  readonly endpointId?: string;
+  /** The Query's name (default `"detect"`). */
+  readonly query?: string | null;
+  /** The Action's name (default `"move"`). */
+  readonly action?: string | null;
+  /** The Session's name (default `"serve"`). */
+  readonly session?: string | null;
+  /** The Action's and the Session's `max_concurrency` (default 1). */
+  readonly maxConcurrency?: number;
+  /** The Query's `max_concurrency` (default 1). */
+  readonly queryConcurrency?: number;
+}
+
+/**
+ * The descriptor most suites serve: a Query, an Action that is cancellable and a Session that is
+ * stoppable, both with status, in that order.
+ */
+export function cellDescriptor(options: CellOptions = {}): ToolEndpointDescriptor {
+  const {
+    endpointId = "robot.cell",
+    query = "detect",
+    action = "move",
+    session = "serve",
+    maxConcurrency = 1,
+    queryConcurrency = 1,
+  } = options;
+  const operations: ToolOperationDescriptor[] = [];
+  if (query !== null) {
+    operations.push(
+      new ToolOperationDescriptor({
+        name: query,
+        semantics: "query",
+        maxConcurrency: queryConcurrency,
+      }),
+    );
+  }
+  if (action !== null) {
+    operations.push(
+      new ToolOperationDescriptor({
+        name: action,
+        semantics: "action",
+        cancellable: true,
+        statusSupported: true,
+        maxConcurrency,
+      }),
+    );
+  }
+  if (session !== null) {
+    operations.push(
+      new ToolOperationDescriptor({
+        name: session,
+        semantics: "session",
+        stoppable: true,
+        statusSupported: true,
+        maxConcurrency,
+      }),
+    );
+  }
+  return new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId,
+    operations,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A deterministic clock
+
+/** A monotonic {@linkcode NodeClock} whose timers fire only when a test calls `advance(ms)`. */
+export class FakeClock implements NodeClock {
+  #now = 0;
+  #next = 0;
+  readonly #timers = new Map<number, { at: number; callback: () => void }>();
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = ++this.#next;
+    this.#timers.set(id, { at: this.#now + Math.max(0, ms), callback });
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.#timers.delete(handle as number);
+  }
+
+  /** Timers still pending. */
+  get pending(): number {
+    return this.#timers.size;
+  }
+
+  /** Moves time forward by `ms`, firing due timers in (time, creation) order. */
+  advance(ms: number): void {
+    const target = this.#now + ms;
+    for (;;) {
+      let due: [number, { at: number; callback: () => void }] | undefined;
+      for (const entry of this.#timers) {
+        if (entry[1].at <= target && (due === undefined || entry[1].at < due[1].at)) due = entry;
+      }
+      if (due === undefined) break;
+      this.#timers.delete(due[0]);
+      this.#now = due[1].at;
+      due[1].callback();
+    }
+    this.#now = target;
   }
 }

@@ -1,23 +1,22 @@
 // Providers of the shutdown suites (not a test file itself): Actions and Sessions that keep
 // running after acceptance and either end when their signal aborts or ignore it.
 import {
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   type ToolCallOptions,
   type ToolContext,
   ToolControlResponse,
-  ToolEndpointDescriptor,
+  type ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEndpointHandlerOptions,
   ToolEvent,
   type ToolEventEmitter,
   type ToolExecutionKey,
   ToolExecutionStatus,
-  ToolOperationDescriptor,
   type ToolRequest,
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import { cellDescriptor } from "./_helpers.ts";
 
 /**
  * What a running execution does when its signal aborts:
@@ -115,26 +114,7 @@ export class LongRunning {
 
 /** The endpoint of the shutdown suites: "robot" with move/action and serve/session. */
 export function robotDescriptor(maxConcurrency = 4): ToolEndpointDescriptor {
-  return new ToolEndpointDescriptor({
-    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-    endpointId: "robot",
-    operations: [
-      new ToolOperationDescriptor({
-        name: "move",
-        semantics: "action",
-        cancellable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-      new ToolOperationDescriptor({
-        name: "serve",
-        semantics: "session",
-        stoppable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-    ],
-  });
+  return cellDescriptor({ endpointId: "robot", query: null, maxConcurrency });
 }
 
 /** A handler for {@linkcode robotDescriptor} with both providers. */

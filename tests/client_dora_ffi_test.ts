@@ -17,6 +17,7 @@ import {
   openDoraNode,
 } from "../dora.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
+import { hex, unhex } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/dora_double.c", import.meta.url);
 
@@ -55,15 +56,6 @@ async function compile(): Promise<string> {
 }
 
 const LIB = CC ? await compile() : "";
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function unhex(text: string): Uint8Array {
-  if (text === "-") return new Uint8Array(0);
-  return Uint8Array.from(text.match(/../g)!, (pair) => parseInt(pair, 16));
-}
 
 /** Deterministic ids: the same calls make the same requests in both runs. */
 function counter(prefix: string): () => string {

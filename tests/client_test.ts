@@ -150,13 +150,13 @@ Deno.test("client: query and invoke refuse an operation of the wrong semantics b
   const q = await assertRejects(() => client.query("move", {}), RangeError);
   assertEquals(
     q.message,
-    "Cannot query as 'operation' must be a Query operation: current value is 'move' (action; use invoke())",
+    "Cannot query as 'operation' must be a Query operation: current value is \"move\" (action; use invoke())",
   );
   await assertRejects(() => client.invoke("echo", {}), RangeError);
   const unknown = await assertRejects(() => client.query("fly", {}), RangeError);
   assertEquals(
     unknown.message,
-    "Cannot query as 'operation' must be declared by endpoint 'robot.arm': current value is 'fly'",
+    "Cannot query as 'operation' must be declared by endpoint 'robot.arm': current value is \"fly\"",
   );
   assertEquals(client.stats.sent, 0);
   await client.close();
@@ -364,7 +364,7 @@ Deno.test("client: option errors name the option and show the value", () => {
   );
   assertEquals(
     assertThrows(make({ endpointInstanceId: " " }), TypeError).message,
-    "Cannot create a ToolEndpointClient as 'endpointInstanceId' must be a non-empty string: current value is ' '",
+    "Cannot create a ToolEndpointClient as 'endpointInstanceId' must be a non-empty string: current value is \" \"",
   );
   assertThrows(
     () => new ToolEndpointClient({ transport, endpointId: "other", descriptor: DESCRIPTOR }),

@@ -1,6 +1,7 @@
 // Port of the reference's tests/test_descriptors.py, plus exact-message, order and shape checks.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
-import { MAX_SAFE_JSON_INTEGER, TOOL_ENDPOINT_PROTOCOL } from "../src/endpoint/constants.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../src/endpoint/constants.ts";
+import { MAX } from "./_helpers.ts";
 import {
   ToolEndpointDescriptor,
   type ToolEndpointDescriptorInit,
@@ -9,7 +10,6 @@ import {
 } from "../src/endpoint/models.ts";
 
 const PROTOCOL_VERSION = "forge.tool.endpoint/v1alpha1";
-const MAX = MAX_SAFE_JSON_INTEGER;
 
 /** Asserts that `fn` throws exactly an `errorClass` with exactly `message`. */
 function assertThrowsExactly<E extends Error>(

@@ -21,6 +21,7 @@ import {
   makeInvokeResponseEnvelope,
   makeStatusRequestEnvelope,
   makeStatusResponseEnvelope,
+  type QueryToolEndpoint,
   statusResponseFromPayload,
   ToolAccepted,
   type ToolContext,
@@ -50,6 +51,7 @@ import {
   toolMessageToEnvelope,
 } from "../dora.ts";
 import { assertProtocolError, CODES, context, PROTOCOL } from "./_helpers.ts";
+import { echoArguments, FakeQuery } from "./_handler_fakes.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures of the reference test module
@@ -84,27 +86,14 @@ function descriptor(endpointId: string, name: string, semantics: ToolSemantics) 
   });
 }
 
-class FakeQuery {
-  calls = 0;
-  query(toolRequest: ToolRequest): ToolResult {
-    this.calls++;
-    return new ToolResult({ status: "succeeded", outputs: { arguments: toolRequest.arguments } });
-  }
-}
-
-class OversizedQuery extends FakeQuery {
-  override query(): ToolResult {
-    this.calls++;
-    return new ToolResult({ status: "succeeded", outputs: { text: "x".repeat(2048) } });
-  }
-}
-
-class RaisingQuery extends FakeQuery {
-  override query(): ToolResult {
-    this.calls++;
+const echoQuery = () => new FakeQuery(echoArguments);
+const oversizedQuery = () =>
+  new FakeQuery(new ToolResult({ status: "succeeded", outputs: { text: "x".repeat(2048) } }));
+const raisingQuery: QueryToolEndpoint = {
+  query(): ToolResult {
     throw new Error("endpoint bug");
-  }
-}
+  },
+};
 
 /** A handler whose invoke answers a response with an invalid typed payload. */
 class InvalidResponseHandler extends ToolEndpointHandler {
@@ -124,7 +113,7 @@ class InvalidResponseHandler extends ToolEndpointHandler {
   }
 }
 
-function queryHandler(query: FakeQuery = new FakeQuery()): ToolEndpointHandler {
+function queryHandler(query: QueryToolEndpoint = echoQuery()): ToolEndpointHandler {
   return new ToolEndpointHandler(descriptor("vision.yolo", "detect", "query"), {
     endpointInstanceId: "instance-1",
     operations: { detect: query },
@@ -274,7 +263,7 @@ Deno.test("1 tool message and envelope conversion round trip", () => {
 });
 
 Deno.test("2 dora binding rejects IPC bytes for bounded upstream decode", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const bytes = encodeToolMessageIpc(toolEnvelopeToMessage(request()));
   for (const value of [bytes, bytes.slice().buffer, new DataView(bytes.buffer)]) {
     await assertRejects(
@@ -288,11 +277,11 @@ Deno.test("2 dora binding rejects IPC bytes for bounded upstream decode", async 
       "does not accept IPC bytes",
     );
   }
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 Deno.test("3 dora binding handles one query record batch", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const response = await binding(queryHandler(query)).handleInput(
     toolEnvelopeToMessage(request()),
   );
@@ -303,7 +292,7 @@ Deno.test("3 dora binding handles one query record batch", async () => {
     invokeResponseFromPayload(envelope.payload),
     new ToolResult({ status: "succeeded", outputs: { arguments: { class: "cube" } } }),
   );
-  assertStrictEquals(query.calls, 1);
+  assertStrictEquals(query.calls.length, 1);
 });
 
 async function acceptedBeforeEarlyEvent(setup: typeof actionSetup) {
@@ -454,7 +443,7 @@ Deno.test("12 dora binding accepts a single batch table", async () => {
 });
 
 Deno.test("13 dora binding returns a correlated error for invalid typed payload", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const response = await binding(queryHandler(query)).handleInput(
     withPayloadJson(request(), "{}"),
   );
@@ -463,11 +452,11 @@ Deno.test("13 dora binding returns a correlated error for invalid typed payload"
   const error = decodeError(response);
   assertStrictEquals(error.code, CODES.INVALID_PAYLOAD);
   assertStrictEquals(error.retryable, false);
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 Deno.test("14 dora binding returns correlated error for oversized input", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const large = request({ text: "x".repeat(300) });
   assertStrictEquals(encodedEnvelopeSize(large), 665);
   const response = await binding(queryHandler(query), { maxMessageBytes: 1024 }).handleInput(
@@ -478,7 +467,7 @@ Deno.test("14 dora binding returns correlated error for oversized input", async 
   assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
   assertStrictEquals(error.message, "ToolEndpoint message exceeds the configured size limit");
   assertEquals(error.details, { max_message_bytes: 1024, max_request_bytes: 512 });
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 /** The valid invoke's compact payload JSON followed by 2048 spaces. */
@@ -488,7 +477,7 @@ function paddedCarrier(): RecordBatch {
 }
 
 Deno.test("15 dora binding rejects raw payload expansion before execution", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const error = await assertRejects(
     () =>
       binding(queryHandler(query), { maxMessageBytes: 1024, maxCarrierBytes: 10_000 })
@@ -497,11 +486,11 @@ Deno.test("15 dora binding rejects raw payload expansion before execution", asyn
   );
   assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
   assert(error.message.startsWith("payload_json size "), error.message);
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 Deno.test("16 dora binding rejects oversized carrier before execution", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const error = await assertRejects(
     () =>
       binding(queryHandler(query), { maxMessageBytes: 1024, maxCarrierBytes: 1024 })
@@ -510,11 +499,11 @@ Deno.test("16 dora binding rejects oversized carrier before execution", async ()
   );
   assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
   assert(error.message.startsWith("Arrow carrier size "), error.message);
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 Deno.test("17 oversized request for another route remains uncorrelated", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const other = request({ text: "x".repeat(300) }, { endpointId: "vision.other" });
   const error = await assertRejects(
     () =>
@@ -524,11 +513,11 @@ Deno.test("17 oversized request for another route remains uncorrelated", async (
     ToolProtocolError,
   );
   assertStrictEquals(error.code, "FORGE_PROTOCOL_ROUTE_MISMATCH");
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 Deno.test("18 dora binding returns correlated error for oversized output", async () => {
-  const response = await binding(queryHandler(new OversizedQuery()), { maxMessageBytes: 1024 })
+  const response = await binding(queryHandler(oversizedQuery()), { maxMessageBytes: 1024 })
     .handleInput(toolEnvelopeToMessage(request()));
   validateResponseCorrelation(request(), toolMessageToEnvelope(response));
   const error = decodeError(response);
@@ -540,7 +529,7 @@ Deno.test("19 accepted request reserves headroom for oversized output error", as
   const withCaller = request({ class: "cube" }, { callerId: "c".repeat(100) });
   const size = encodedEnvelopeSize(withCaller);
   assertStrictEquals(size, 485);
-  const dora = binding(queryHandler(new OversizedQuery()), { maxMessageBytes: 1024 });
+  const dora = binding(queryHandler(oversizedQuery()), { maxMessageBytes: 1024 });
   assert(400 < size && size <= dora.maxRequestBytes);
   const response = await dora.handleInput(toolEnvelopeToMessage(withCaller));
   const envelope = toolMessageToEnvelope(response);
@@ -551,7 +540,7 @@ Deno.test("19 accepted request reserves headroom for oversized output error", as
 Deno.test("20 invalid response uses bounded protocol error message", async () => {
   const handler = new InvalidResponseHandler(descriptor("vision.yolo", "detect", "query"), {
     endpointInstanceId: "instance-1",
-    operations: { detect: new FakeQuery() },
+    operations: { detect: echoQuery() },
   });
   const response = await binding(handler, { maxMessageBytes: 1024 }).handleInput(
     toolEnvelopeToMessage(request()),
@@ -567,7 +556,7 @@ Deno.test("20 invalid response uses bounded protocol error message", async () =>
 
 Deno.test("21 dora binding returns correlated error for endpoint exception", async () => {
   const reported: unknown[] = [];
-  const response = await binding(queryHandler(new RaisingQuery()), {
+  const response = await binding(queryHandler(raisingQuery), {
     onError: (error) => reported.push(error),
   }).handleInput(toolEnvelopeToMessage(request()));
   validateResponseCorrelation(request(), toolMessageToEnvelope(response));
@@ -589,18 +578,26 @@ Deno.test("22 conversion and binding validate max message bytes", () => {
     () => toolMessageToEnvelope(toolEnvelopeToMessage(request()), { maxMessageBytes: 1 }),
     CODES.MESSAGE_TOO_LARGE,
   );
-  for (const bad of [0, -1, true, 1023]) {
+  for (const bad of [0, -1, true]) {
     assertThrows(
       () => new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: bad as number }),
       RangeError,
-      "max_message_bytes",
+      "Cannot create a DoraToolEndpointBinding as 'maxMessageBytes' must be a positive integer: " +
+        `current value is ${bad}`,
     );
   }
+  assertThrows(
+    () => new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1023 }),
+    RangeError,
+    "Cannot create a DoraToolEndpointBinding as 'maxMessageBytes' must be at least 1024 for " +
+      "correlated error responses: current value is 1023",
+  );
   assertThrows(
     () =>
       new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1024, maxCarrierBytes: 1023 }),
     RangeError,
-    "max_carrier_bytes",
+    "Cannot create a DoraToolEndpointBinding as 'maxCarrierBytes' must be at least " +
+      "'maxMessageBytes' (1024): current value is 1023",
   );
   const dora = new DoraToolEndpointBinding(queryHandler(), { maxMessageBytes: 1024 });
   assertStrictEquals(dora.maxMessageBytes, 1024);
@@ -641,27 +638,28 @@ Deno.test("the binding's defaults, getters and option checks", () => {
       .maxCarrierBytes,
     2048,
   );
-  for (const bad of [0, -5, 1.5, "4096"]) {
+  for (const [bad, shown] of [[0, "0"], [-5, "-5"], [1.5, "1.5"], ["4096", '"4096"']]) {
     assertThrows(
       () => new DoraToolEndpointBinding(handler, { maxCarrierBytes: bad as number }),
       RangeError,
-      "max_carrier_bytes must be a positive integer",
+      "Cannot create a DoraToolEndpointBinding as 'maxCarrierBytes' must be a positive integer: " +
+        `current value is ${shown}`,
     );
   }
   assertThrows(
     () => new DoraToolEndpointBinding(handler, { eventSink: "sink" as never }),
     TypeError,
-    "event_sink",
+    `Cannot create a DoraToolEndpointBinding as 'eventSink' must be a function: current value is "sink"`,
   );
   assertThrows(
     () => new DoraToolEndpointBinding(handler, { onError: 1 as never }),
     TypeError,
-    "onError",
+    "Cannot create a DoraToolEndpointBinding as 'onError' must be a function: current value is 1",
   );
 });
 
 Deno.test("dispatchInput returns Query, status, result and control responses in order", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const fromQuery = await binding(queryHandler(query)).dispatchInput(
     toolEnvelopeToMessage(request()),
   );
@@ -701,7 +699,7 @@ Deno.test("an Action or Session invoke requires the event sink and starts nothin
 });
 
 Deno.test("input that is not trusted is raised, never answered", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const dora = binding(queryHandler(query));
   // Another endpoint instance.
   const otherInstance = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context(), {
@@ -744,7 +742,7 @@ Deno.test("input that is not trusted is raised, never answered", async () => {
     RangeError,
     "request envelope must be tool.invoke.request",
   );
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 /** Runs `fn` and returns the ToolProtocolError it rejected with, as `code path message`. */
@@ -756,7 +754,7 @@ async function refusal(fn: () => Promise<unknown>): Promise<string> {
 Deno.test("the route is checked on the headers before payload_json is parsed", async () => {
   // Requests for another route whose payload_json is not even JSON: the refusal names the route,
   // so the payload was never parsed. The three entry points and both IPC decoders agree.
-  const query = new FakeQuery();
+  const query = echoQuery();
   const dora = binding(queryHandler(query));
   const invoke = (instance: string | undefined, operation = "detect") =>
     makeInvokeRequestEnvelope(
@@ -823,11 +821,11 @@ Deno.test("the route is checked on the headers before payload_json is parsed", a
     "FORGE_PROTOCOL_INVALID_JSON payload_json " +
       "payload_json must be valid strict JSON: Expecting value: line 1 column 2",
   );
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
 });
 
 Deno.test("forged responses, events and endpoint messages on the request input are refused, never answered", async () => {
-  const query = new FakeQuery();
+  const query = echoQuery();
   const published: unknown[] = [];
   const dora = binding(queryHandler(query), {
     eventSink: (batch) => void published.push(batch),
@@ -869,7 +867,7 @@ Deno.test("forged responses, events and endpoint messages on the request input a
     assertEquals(await refusal(() => dora.handleInput(batch)), expected);
     assertEquals(await refusal(() => dora.dispatchIpc(encodeToolEnvelopeIpc(envelope))), expected);
   }
-  assertStrictEquals(query.calls, 0);
+  assertStrictEquals(query.calls.length, 0);
   assertEquals(published, []);
 });
 

@@ -51,6 +51,7 @@ import {
   toolMessageToEnvelope,
 } from "../dora.ts";
 import { assertProtocolError, CODES, context, MAX, PROTOCOL, text } from "./_helpers.ts";
+import { SeededRandom } from "./_random.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -175,18 +176,6 @@ function onlyProtocolErrors(fn: () => unknown, label: string): boolean {
     }
     return false;
   }
-}
-
-/** A deterministic pseudo-random generator (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -699,11 +688,12 @@ Deno.test("maxPayloadJsonBytes counts raw bytes before parsing", () => {
     toolMessageToEnvelope(carrier({ payload_json: padded }), { maxPayloadJsonBytes: size }),
     invokeRequest(),
   );
-  for (const bad of [true, 0, -1, 1.5, "64"]) {
+  for (const [bad, shown] of [[true, "true"], [0, "0"], [-1, "-1"], [1.5, "1.5"], ["64", '"64"']]) {
     assertThrows(
       () => toolMessageToEnvelope(carrier(), { maxPayloadJsonBytes: bad as unknown as number }),
       RangeError,
-      "max_payload_json_bytes must be a positive integer",
+      "Cannot decode a ToolMessage as 'maxPayloadJsonBytes' must be a positive integer: " +
+        `current value is ${shown}`,
     );
   }
 });
@@ -726,7 +716,7 @@ Deno.test("the logical size limit applies after the carrier rules", () => {
   assertThrows(
     () => toolMessageToEnvelope(batch, { maxMessageBytes: 0 }),
     RangeError,
-    "max_message_bytes",
+    "Cannot decode a ToolMessage as 'maxMessageBytes' must be a positive integer: current value is 0",
   );
 });
 
@@ -776,7 +766,8 @@ Deno.test("toolEnvelopeToMessage checks its argument, the limit, the typed paylo
     assertThrows(
       () => toolEnvelopeToMessage(invokeRequest(), { maxMessageBytes: bad as unknown as number }),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      "Cannot convert a ToolEnvelope to a ToolMessage as 'maxMessageBytes' must be a positive " +
+        `integer: current value is ${bad}`,
     );
   }
   // A typed-invalid payload is reported as such even when it is also too large.
@@ -1022,7 +1013,8 @@ Deno.test("corrupted IPC bytes fail only with ToolProtocolError, all the way to 
 });
 
 Deno.test("random bytes fail only with ToolProtocolError", () => {
-  const next = random(0x5eed);
+  const rng = new SeededRandom(0x5eed);
+  const next = () => rng.next();
   const valid = encodeToolMessageIpc(toolEnvelopeToMessage(invokeRequest()));
   for (let round = 0; round < 400; round++) {
     const length = Math.floor(next() * 2048);

@@ -23,22 +23,8 @@ import {
 } from "apache-arrow";
 import {
   encodedEnvelopeSize,
-  EndpointRegistryResponse,
-  EndpointStatus,
-  makeControlRequestEnvelope,
-  makeControlResponseEnvelope,
-  makeEndpointRegistryResponseEnvelope,
-  makeEndpointStatusEnvelope,
-  makeErrorEnvelope,
-  makeErrorResponseEnvelope,
   makeEventEnvelope,
   makeInvokeRequestEnvelope,
-  makeInvokeResponseEnvelope,
-  makeRegistrationEnvelope,
-  makeResultRequestEnvelope,
-  makeResultResponseEnvelope,
-  makeStatusRequestEnvelope,
-  makeStatusResponseEnvelope,
   makeUnregisterEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
   TOOL_MESSAGE_TYPES,
@@ -48,7 +34,6 @@ import {
   ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEnvelope,
-  ToolError,
   ToolEvent,
   type ToolEventEmitter,
   ToolExecutionKey,
@@ -77,7 +62,16 @@ import {
 import { readToolMessageRow } from "../src/dora/fast_ipc.ts";
 import { checkToolMessageStream } from "../src/dora/ipc.ts";
 import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
-import { CODES, hasPyarrow, MAX } from "./_helpers.ts";
+import { hasPyarrow, hex, MAX, unhex } from "./_helpers.ts";
+import {
+  type Gen,
+  idString,
+  jsonObject,
+  randomSample,
+  requestOptions,
+  SeededRandom,
+  toolContext,
+} from "./_random.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;
@@ -86,300 +80,11 @@ const FIXTURES = new URL("./fixtures/pyarrow/", import.meta.url);
 const utf8 = new TextEncoder();
 
 // ---------------------------------------------------------------------------------------------
-// A small seeded PRNG (xorshift128+ on 32-bit halves) and generators
-
-class Rng {
-  #s0: number;
-  #s1: number;
-  #s2: number;
-  #s3: number;
-
-  constructor(seed: number) {
-    this.#s0 = seed | 0 || 1;
-    this.#s1 = 0x6c078965;
-    this.#s2 = 0x9908b0df;
-    this.#s3 = 0x12345678;
-    for (let i = 0; i < 20; i++) this.u32();
-  }
-
-  /** A uniform 32-bit unsigned integer (xoshiro128**). */
-  u32(): number {
-    const result = Math.imul(rotl(Math.imul(this.#s1, 5), 7), 9);
-    const t = this.#s1 << 9;
-    this.#s2 ^= this.#s0;
-    this.#s3 ^= this.#s1;
-    this.#s1 ^= this.#s2;
-    this.#s0 ^= this.#s3;
-    this.#s2 ^= t;
-    this.#s3 = rotl(this.#s3, 11);
-    return result >>> 0;
-  }
-
-  /** A uniform number in [0, 1). */
-  next(): number {
-    return (this.u32() * 2 ** 21 + (this.u32() >>> 11)) / 2 ** 53;
-  }
-
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-
-  bool(p = 0.5): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(0, items.length - 1)];
-  }
-}
-
-function rotl(x: number, k: number): number {
-  return (x << k) | (x >>> (32 - k));
-}
-
-// Identifier characters: never all blank, never a lone surrogate; non-ASCII, quotes, backslashes
-// and control characters included (they change the JSON-escaped size).
-const ID_START = [
-  ..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
-  "é",
-  "ß",
-  "Ω",
-]
-  .concat(["方", "块", "😀", "𝄞", "\u200b", "\ufeff", "\u001c", '"', "\\", "\u0001", "\u007f"]);
-const ID_REST = [...ID_START, "-", ".", "_", ":", "/", " ", "\u00a0", "\t", "\n", "\u3000"];
-const STRING_CHARS = [..."abcxyz019 ", "\u0000", "\b", "\n", "\u001f", '"', "\\", "/", "\u007f"]
-  .concat(["\u0080", "é", "方块", "\u2028", "\ufeff", "\uffff", "😀", "𝄞", "\u{10FFFF}"]);
-const SPECIAL_KEYS = ["", "__proto__", "constructor", "toJSON", "0", "10", "4294967294", "007"];
-
-interface Gen {
-  readonly rng: Rng;
-}
-
-function idString(g: Gen): string {
-  let out = g.rng.pick(ID_START);
-  const length = g.rng.bool(0.1) ? g.rng.int(60, 90) : g.rng.int(0, 11);
-  for (let i = 0; i < length; i++) out += g.rng.pick(ID_REST);
-  return out;
-}
-
-function anyString(g: Gen): string {
-  let out = "";
-  const length = g.rng.int(0, 16);
-  for (let i = 0; i < length; i++) out += g.rng.pick(STRING_CHARS);
-  return out;
-}
-
-function scalar(g: Gen): unknown {
-  const { rng } = g;
-  switch (rng.int(0, 6)) {
-    case 0:
-      return null;
-    case 1:
-      return rng.bool();
-    case 2:
-      return rng.pick([0, 1, -1, MAX, -MAX, 2 ** 31, rng.int(-1000, 1000), rng.int(-MAX, MAX)]);
-    case 3: {
-      const value = rng.pick([0.5, -0.35, 1e-7, 5e-324, 0.1, 1e15 + 0.5, 1.5e-10, 1e21 + 1e6]);
-      return Number.isInteger(value) ? 0.25 : value;
-    }
-    case 4:
-      return (rng.next() * 2 - 1) * 10 ** rng.int(-12, 14) + 0.5;
-    default:
-      return anyString(g);
-  }
-}
-
-function jsonValue(g: Gen, depth: number): unknown {
-  const roll = g.rng.next();
-  if (depth <= 0 || roll < 0.45) return scalar(g);
-  if (roll < 0.7) return Array.from({ length: g.rng.int(0, 4) }, () => jsonValue(g, depth - 1));
-  return jsonObject(g, depth - 1);
-}
-
-function jsonObject(g: Gen, depth = g.rng.int(0, 6)): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  const count = g.rng.int(0, 5);
-  for (let i = 0; i < count; i++) {
-    const key = g.rng.bool(0.1) ? g.rng.pick(SPECIAL_KEYS) : anyString(g);
-    Object.defineProperty(out, key, {
-      value: jsonValue(g, depth),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  return out;
-}
-
-function maybe<T>(g: Gen, make: () => T, p = 0.5): T | undefined {
-  return g.rng.bool(p) ? make() : undefined;
-}
-
-function toolContext(g: Gen): ToolContext {
-  return new ToolContext({
-    executionKey: new ToolExecutionKey({ invocationId: idString(g), attemptId: idString(g) }),
-    toolId: idString(g),
-    implementationId: idString(g),
-    endpointId: idString(g),
-    operation: idString(g),
-    callerId: maybe(g, () => idString(g)),
-    deadlineMs: maybe(g, () => g.rng.int(0, MAX)),
-    metadata: jsonObject(g),
-  });
-}
-
-function toolError(g: Gen): ToolError {
-  return new ToolError({
-    code: idString(g),
-    message: idString(g),
-    retryable: g.rng.bool(),
-    details: jsonObject(g),
-  });
-}
-
-function toolResult(g: Gen): ToolResult {
-  const status = g.rng.pick(["succeeded", "failed", "cancelled", "stopped", "unknown"] as const);
-  const outputs = jsonObject(g);
-  return status === "failed" || status === "unknown"
-    ? new ToolResult({ status, outputs, error: toolError(g) })
-    : new ToolResult({ status, outputs });
-}
-
-function endpointDescriptor(g: Gen): ToolEndpointDescriptor {
-  const names = new Set<string>();
-  const count = g.rng.int(1, 3);
-  while (names.size < count) names.add(idString(g));
-  return new ToolEndpointDescriptor({
-    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-    endpointId: idString(g),
-    operations: [...names].map((name) => {
-      const semantics = g.rng.pick(["query", "action", "session"] as const);
-      return semantics === "query"
-        ? new ToolOperationDescriptor({ name, semantics })
-        : new ToolOperationDescriptor({ name, semantics, statusSupported: true });
-    }),
-  });
-}
-
-function requestOptions(g: Gen) {
-  return { requestId: idString(g), endpointInstanceId: maybe(g, () => idString(g), 0.6) };
-}
+// Generators (tests/_random.ts)
 
 /** A typed-valid envelope of `messageType` (optional headers absent as often as present). */
 function envelopeOf(g: Gen, messageType: ToolMessageType): ToolEnvelope {
-  const { rng } = g;
-  const ctx = toolContext(g);
-  const invoke = () =>
-    makeInvokeRequestEnvelope(
-      new ToolRequest({ arguments: jsonObject(g) }),
-      ctx,
-      requestOptions(g),
-    );
-  switch (messageType) {
-    case "endpoint.register":
-      return makeRegistrationEnvelope(endpointDescriptor(g), {
-        endpointInstanceId: idString(g),
-        requestId: idString(g),
-      });
-    case "endpoint.unregister":
-      return makeUnregisterEnvelope({
-        endpointId: idString(g),
-        endpointInstanceId: idString(g),
-        requestId: idString(g),
-      });
-    case "endpoint.registry.response": {
-      const request = makeUnregisterEnvelope({
-        endpointId: idString(g),
-        endpointInstanceId: idString(g),
-        requestId: idString(g),
-      });
-      const value = rng.bool(0.3)
-        ? new EndpointRegistryResponse({
-          operation: "unregister",
-          status: "rejected",
-          registryRevision: rng.int(0, MAX),
-          error: toolError(g),
-        })
-        : new EndpointRegistryResponse({
-          operation: "unregister",
-          status: "accepted",
-          registryRevision: rng.int(0, MAX),
-        });
-      return makeEndpointRegistryResponseEnvelope(value, request);
-    }
-    case "endpoint.status":
-      return makeEndpointStatusEnvelope(
-        new EndpointStatus({
-          endpointId: idString(g),
-          state: rng.pick(["ready", "busy", "degraded", "unavailable"] as const),
-          activeInvocations: rng.int(0, 100),
-          details: jsonObject(g),
-        }),
-        { endpointInstanceId: idString(g) },
-      );
-    case "tool.invoke.request":
-      return invoke();
-    case "tool.invoke.response": {
-      const roll = rng.int(0, 2);
-      const value = roll === 0
-        ? toolResult(g)
-        : roll === 1
-        ? new ToolAccepted({ details: jsonObject(g) })
-        : toolError(g);
-      return makeInvokeResponseEnvelope(value, invoke());
-    }
-    case "tool.status.request":
-      return makeStatusRequestEnvelope(ctx, requestOptions(g));
-    case "tool.status.response": {
-      const phase = rng.pick(["accepted", "running", "completed", "failed"] as const);
-      const value = phase === "failed"
-        ? new ToolExecutionStatus({ phase, details: jsonObject(g), error: toolError(g) })
-        : new ToolExecutionStatus({ phase, details: jsonObject(g) });
-      return makeStatusResponseEnvelope(value, makeStatusRequestEnvelope(ctx, requestOptions(g)));
-    }
-    case "tool.result.request":
-      return makeResultRequestEnvelope(ctx, requestOptions(g));
-    case "tool.result.response": {
-      const status = rng.pick(["pending", "available", "not_found"] as const);
-      const value = status === "available"
-        ? new ToolResultResponse({ status, result: toolResult(g) })
-        : new ToolResultResponse({ status });
-      return makeResultResponseEnvelope(value, makeResultRequestEnvelope(ctx, requestOptions(g)));
-    }
-    case "tool.control.request":
-      return makeControlRequestEnvelope(rng.pick(["cancel", "stop"] as const), ctx, {
-        ...requestOptions(g),
-        reason: maybe(g, () => idString(g)),
-      });
-    case "tool.control.response": {
-      const command = rng.pick(["cancel", "stop"] as const);
-      const value = new ToolControlResponse({
-        command,
-        status: rng.pick(["accepted", "terminal", "unsupported"] as const),
-        details: jsonObject(g),
-      });
-      return makeControlResponseEnvelope(
-        value,
-        makeControlRequestEnvelope(command, ctx, requestOptions(g)),
-      );
-    }
-    case "tool.event":
-      return makeEventEnvelope(
-        new ToolEvent({ type: rng.pick(["progress", "heartbeat"] as const), data: jsonObject(g) }),
-        ctx,
-        {
-          endpointInstanceId: maybe(g, () => idString(g), 0.6),
-          sequence: rng.pick([0, MAX, rng.int(0, 1000), rng.int(0, MAX)]),
-        },
-      );
-    case "tool.error":
-      return rng.bool()
-        ? makeErrorEnvelope(toolError(g), ctx, requestOptions(g))
-        : makeErrorResponseEnvelope(
-          toolError(g),
-          makeResultRequestEnvelope(ctx, requestOptions(g)),
-        );
-  }
+  return randomSample(g, messageType).envelope;
 }
 
 /** An invoke request whose payload is about `bytes` bytes of (mostly ASCII) text. */
@@ -506,7 +211,7 @@ const EXPECTED_SCHEMA = TOOL_MESSAGE_SCHEMA.fields.map((field) => [
 // Envelope -> IPC -> envelope, both ways, over every message type
 
 const TYPES = [...TOOL_MESSAGE_TYPES].sort();
-const counts = { envelopes: 0, rawRows: 0, mutations: 0, sizes: 0 };
+const counts = { envelopes: 0, mutations: 0, sizes: 0 };
 
 function checkEnvelope(envelope: ToolEnvelope, what: string, maxMessageBytes?: number): void {
   const options = maxMessageBytes === undefined ? {} : { maxMessageBytes };
@@ -547,7 +252,7 @@ function checkEnvelope(envelope: ToolEnvelope, what: string, maxMessageBytes?: n
 }
 
 Deno.test("fast and generic codecs agree on thousands of envelopes of all 14 types", () => {
-  const g = { rng: new Rng(SEED) };
+  const g = { rng: new SeededRandom(SEED), indexKeys: true };
   for (const messageType of TYPES) {
     for (let i = 0; i < PER_TYPE; i++) {
       const envelope = envelopeOf(g, messageType);
@@ -560,7 +265,7 @@ Deno.test("fast and generic codecs agree on thousands of envelopes of all 14 typ
 
 Deno.test("every nullable column is null somewhere, and non-ASCII is everywhere", () => {
   // What the generator covers, so the differential test above means what it says.
-  const g = { rng: new Rng(SEED) };
+  const g = { rng: new SeededRandom(SEED), indexKeys: true };
   const nulls = new Set<string>();
   let nonAscii = 0;
   for (const messageType of TYPES) {
@@ -584,7 +289,7 @@ Deno.test("every nullable column is null somewhere, and non-ASCII is everywhere"
 });
 
 Deno.test("payloads from tiny to past the limit: same bytes-to-values, same size errors", () => {
-  const g = { rng: new Rng(SEED + 1) };
+  const g = { rng: new SeededRandom(SEED + 1), indexKeys: true };
   const limit = 8192;
   for (const nonAscii of [false, true]) {
     for (let target = 0; target < limit + 256; target += nonAscii ? 61 : 37) {
@@ -631,7 +336,7 @@ Deno.test("payloads from tiny to past the limit: same bytes-to-values, same size
 });
 
 Deno.test("the encoder's logical size is the Wire size, and its bytes round-trip through pyarrow's layout rules", () => {
-  const g = { rng: new Rng(SEED + 2) };
+  const g = { rng: new SeededRandom(SEED + 2), indexKeys: true };
   for (let i = 0; i < 300; i++) {
     const envelope = envelopeOf(g, g.rng.pick(TYPES));
     const size = encodedEnvelopeSize(envelope);
@@ -812,7 +517,7 @@ function rawRow(g: Gen): (Cell | bigint)[] {
 }
 
 Deno.test("carrier rows breaking every rule: the same envelope or the same error, in the same order", () => {
-  const g = { rng: new Rng(SEED + 3) };
+  const g = { rng: new SeededRandom(SEED + 3), indexKeys: true };
   let accepted = 0;
   for (let i = 0; i < RAW_ROWS; i++) {
     const bytes = carrierBytes(rawRow(g));
@@ -823,14 +528,13 @@ Deno.test("carrier rows breaking every rule: the same envelope or the same error
       }
       : {};
     if (assertSameDecode(bytes, `raw row #${i}`, options).ok) accepted++;
-    counts.rawRows++;
   }
   // Both accepted and rejected rows are well represented.
   assert(accepted > RAW_ROWS / 10 && accepted < RAW_ROWS * 0.9, `accepted ${accepted}`);
 });
 
 Deno.test("payload_json texts at every carrier rule, one by one", () => {
-  const g = { rng: new Rng(SEED + 4) };
+  const g = { rng: new SeededRandom(SEED + 4), indexKeys: true };
   const envelope = envelopeOf(g, "tool.invoke.request");
   const base = cells(encodeToolEnvelopeIpc(envelope)).map((value) =>
     typeof value === "string" ? utf8.encode(value) : value as bigint | null
@@ -923,19 +627,11 @@ for row in job["write"]:
 json.dump({"read": read, "written": written, "version": pa.__version__}, sys.stdout)
 `;
 
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function unhex(text: string): Uint8Array {
-  return new Uint8Array(text.match(/../g)!.map((pair) => parseInt(pair, 16)));
-}
-
 Deno.test({
   name: "pyarrow reads fast-encoded streams to the same values, and its streams decode the same",
   ignore: !PYARROW,
   fn: async () => {
-    const g = { rng: new Rng(SEED + 5) };
+    const g = { rng: new SeededRandom(SEED + 5), indexKeys: true };
     const envelopes: ToolEnvelope[] = [];
     for (const messageType of TYPES) {
       for (let i = 0; i < 12; i++) envelopes.push(envelopeOf(g, messageType));
@@ -975,7 +671,7 @@ Deno.test({
 // Mutated, truncated and extended streams
 
 function smallStreams(): [string, Uint8Array][] {
-  const g = { rng: new Rng(SEED + 6) };
+  const g = { rng: new SeededRandom(SEED + 6), indexKeys: true };
   const event = makeEventEnvelope(
     new ToolEvent({ type: "progress", data: { f: 0.5, t: "方" } }),
     new ToolContext({
@@ -1250,7 +946,8 @@ Deno.test("dispatchIpc refuses non-bytes, and an Action needs ipcEventSink", asy
   assertThrows(
     () => new DoraToolEndpointBinding(handlerFor("query"), { ipcEventSink: 1 as never }),
     TypeError,
-    "ipcEventSink must be an async function or undefined",
+    "Cannot create a DoraToolEndpointBinding as 'ipcEventSink' must be a function: current value " +
+      "is 1",
   );
   await binding.handler.close({ graceMs: 10 });
 });
@@ -1338,21 +1035,13 @@ Deno.test("options and arguments fail as the generic path does", () => {
         { maxMessageBytes: 0 },
       ),
     RangeError,
-    "max_message_bytes must be a positive integer",
+    "Cannot encode a ToolEnvelope as IPC as 'maxMessageBytes' must be a positive integer: " +
+      "current value is 0",
   );
   // An ArrayBuffer and other views are read like a Uint8Array.
   assertSameOutcome(
     outcome(() => decodeToolEnvelopeIpc(bytes.slice().buffer)),
     outcome(() => genericDecode(bytes)),
     "ArrayBuffer",
-  );
-  assertStrictEquals(CODES.INVALID_MESSAGE, "FORGE_PROTOCOL_INVALID_MESSAGE");
-});
-
-Deno.test("differential test counts", () => {
-  // Printed so a CI log shows how much was compared (the tests above assert their minimums).
-  console.log(
-    `fast IPC differential: ${counts.envelopes} envelopes, ${counts.sizes} size points, ` +
-      `${counts.rawRows} raw carrier rows, ${counts.mutations} byte mutations`,
   );
 });

@@ -20,6 +20,7 @@ import {
 } from "../mod.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc, serveToolEndpoint } from "../dora.ts";
 import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
+import { concat, hex, unhex } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/dora_double.c", import.meta.url);
 
@@ -68,36 +69,12 @@ const decoder = new TextDecoder();
 function decode(bytes: Uint8Array): string {
   return decoder.decode(bytes);
 }
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
-function hex(bytes: Uint8Array): string {
-  let text = "";
-  for (const b of bytes) text += HEX[b];
-  return text;
-}
-function unhex(text: string): Uint8Array {
-  if (text === "-") return new Uint8Array(0);
-  const out = new Uint8Array(text.length / 2);
-  for (let i = 0; i < out.length; i++) {
-    out[i] = (nibble(text.charCodeAt(2 * i)) << 4) | nibble(text.charCodeAt(2 * i + 1));
-  }
-  return out;
-}
-function nibble(code: number): number {
-  return code <= 57 ? code - 48 : code - 87; // '0'-'9', 'a'-'f'
-}
 /** Byte-for-byte equality without building a diff of megabytes. */
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-}
-
 /** What the double wrote at free_dora_context. */
 interface DoubleRecord {
   readonly counters: Map<string, number>;
@@ -203,7 +180,16 @@ function test(name: string, fn: () => Promise<void>): void {
 test("no library path and no DORA_NODE_API_LIB is a clear error", async () => {
   await withEnv({ DORA_NODE_API_LIB: undefined }, async () => {
     const error = await assertRejects(() => openDoraNode());
-    assertStringIncludes(error.message, "DORA_NODE_API_LIB");
+    assertEquals(
+      error.message,
+      "Cannot open a Dora node as 'libraryPath' must be the dora C node API shared object built " +
+        "from dora's libdora_node_api_c.a (or set DORA_NODE_API_LIB): current value is undefined",
+    );
+    const typed = await assertRejects(() => openDoraNode({ libraryPath: 7 as never }), TypeError);
+    assertEquals(
+      typed.message,
+      "Cannot open a Dora node as 'libraryPath' must be a string or a URL: current value is 7",
+    );
   });
 });
 

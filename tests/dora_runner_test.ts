@@ -17,16 +17,10 @@ import {
   type ToolEndpointNodeOptions,
 } from "../src/dora/runner.ts";
 import { type DoraTransport, epochMsToNtp64, ntp64ToEpochMs } from "../src/dora/transport.ts";
+import { concat } from "./_helpers.ts";
 
 const encoder = new TextEncoder();
 const PREFIX = encoder.encode("echo:");
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-}
 
 function echoed(request: Uint8Array): Uint8Array {
   return concat(PREFIX, request.toReversed());

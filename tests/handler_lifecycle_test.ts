@@ -22,12 +22,10 @@ import {
   makeUnregisterEnvelope,
   type QueryToolEndpoint,
   type SessionToolEndpoint,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   type ToolCallOptions,
   type ToolContext,
   ToolControlResponse,
-  ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
   ToolEnvelope,
@@ -36,13 +34,13 @@ import {
   type ToolEventEmitter,
   ToolExecutionKey,
   ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolProtocolError,
   type ToolRequest,
   ToolResult,
   ToolResultResponse,
   validateResponseCorrelation,
 } from "../mod.ts";
+import { cellDescriptor } from "./_helpers.ts";
 import {
   acceptedOutcome,
   ACTION,
@@ -175,27 +173,7 @@ function cell(
   options: CellOptions = {},
 ): ToolEndpointHandler {
   const { maxConcurrency = 1, ...extras } = options;
-  const descriptor = new ToolEndpointDescriptor({
-    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-    endpointId: "robot.cell",
-    operations: [
-      new ToolOperationDescriptor({ name: "detect", semantics: "query" }),
-      new ToolOperationDescriptor({
-        name: "move",
-        semantics: "action",
-        cancellable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-      new ToolOperationDescriptor({
-        name: "serve",
-        semantics: "session",
-        stoppable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-    ],
-  });
+  const descriptor = cellDescriptor({ maxConcurrency });
   return new ToolEndpointHandler(descriptor, {
     endpointInstanceId: INSTANCE,
     ...extras,

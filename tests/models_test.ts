@@ -8,7 +8,7 @@ import {
   assertStrictEquals,
   assertThrows,
 } from "@std/assert";
-import { MAX_SAFE_JSON_INTEGER } from "../src/endpoint/constants.ts";
+import { MAX } from "./_helpers.ts";
 import {
   EndpointRegistryResponse,
   type EndpointRegistryResponseInit,
@@ -31,8 +31,6 @@ import {
   ToolResultResponse,
   validateExecutionResult,
 } from "../src/endpoint/models.ts";
-
-const MAX = MAX_SAFE_JSON_INTEGER;
 
 type ErrorClass = typeof RangeError | typeof TypeError;
 

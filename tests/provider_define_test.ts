@@ -451,36 +451,41 @@ Deno.test("emit refuses terminal or unknown event types with a TypeError naming 
 });
 
 Deno.test("definition option errors name the TypeScript option and show the value", () => {
-  const cases: [() => unknown, string][] = [
+  const cases: [() => unknown, string, typeof TypeError | typeof RangeError][] = [
     [
       () => defineAction({ maxConcurrency: 0 }, () => ({})),
       "Cannot define an action as 'maxConcurrency' must be a positive integer: current value is 0",
+      RangeError,
     ],
     [
       () => defineSession({ stoppable: "yes" as unknown as boolean }, () => ({})),
       `Cannot define a session as 'stoppable' must be a boolean: current value is "yes"`,
+      TypeError,
     ],
     [
       () => defineQuery({}, undefined as unknown as () => object),
       "Cannot define a query as 'run' must be a function: current value is undefined",
+      TypeError,
     ],
     [
       () => defineEndpoint({ endpointId: "e", operations: { x: 3 as never } }),
       "Cannot define an endpoint as 'operations.x' must be a definition from defineQuery, defineAction or defineSession: current value is 3",
+      TypeError,
     ],
     [
       () => defineEndpoint({ endpointId: "e", operations: {}, maxRetainedExecutions: 1.5 }),
       "Cannot define an endpoint as 'maxRetainedExecutions' must be a positive integer: current value is 1.5",
+      RangeError,
     ],
   ];
-  for (const [fn, message] of cases) {
+  for (const [fn, message, ErrorClass] of cases) {
     let error: unknown;
     try {
       fn();
     } catch (caught) {
       error = caught;
     }
-    assertInstanceOf(error, TypeError);
+    assertInstanceOf(error, ErrorClass);
     assertEquals(error.message, message);
   }
 });

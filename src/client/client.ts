@@ -51,6 +51,7 @@ import {
   type ToolEventRecord,
 } from "./_events.ts";
 import type { ToolClientTransport } from "./transport.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 
 export type { ToolEventRecord } from "./_events.ts";
 
@@ -73,9 +74,17 @@ export interface ToolEndpointClientOptions {
    * is `unsupported` (or give `semantics` per call).
    */
   readonly descriptor?: ToolEndpointDescriptor;
-  /** The Runtime tool id placed in every context (default: the endpoint id). */
+  /**
+   * The Runtime tool id placed in every context.
+   *
+   * @default {endpointId}
+   */
   readonly toolId?: string;
-  /** The implementation id placed in every context (default: the endpoint id). */
+  /**
+   * The implementation id placed in every context.
+   *
+   * @default {endpointId}
+   */
   readonly implementationId?: string;
   /** Who calls, placed in every context unless a call says otherwise. */
   readonly callerId?: string;
@@ -145,7 +154,9 @@ export interface ToolEndpointClientOptions {
   readonly generateId?: () => string;
   /**
    * Told about a failure nobody awaits: the `cancel` or `stop` an abort or a dispose sent in the
-   * background. Default: `console.error` with the execution key.
+   * background.
+   *
+   * @default {console.error with the execution key}
    */
   readonly onError?: (error: unknown, key: ToolExecutionKey) => void;
 }
@@ -158,28 +169,56 @@ export interface ToolClientCallOptions {
    * (`result()`, `events`) end with the reason.
    */
   readonly signal?: AbortSignal;
-  /** The attempt timeout of this call's exchanges, in milliseconds (default: the client's). */
+  /**
+   * The attempt timeout of this call's exchanges, in milliseconds.
+   *
+   * @default {the client's timeoutMs}
+   */
   readonly timeoutMs?: number;
   /** The absolute deadline, Unix epoch milliseconds, placed in the context as `deadline_ms`. */
   readonly deadlineMs?: number;
-  /** Who calls (default: the client's `callerId`). */
+  /**
+   * Who calls.
+   *
+   * @default {the client's callerId}
+   */
   readonly callerId?: string;
   /** JSON metadata placed in the context. */
   readonly metadata?: object;
-  /** The invocation id (default: the client's `generateId()`, a random UUID). */
+  /**
+   * The invocation id.
+   *
+   * @default {generateId()}
+   */
   readonly invocationId?: string;
-  /** The attempt id (default: the client's `generateId()`). */
+  /**
+   * The attempt id.
+   *
+   * @default {generateId()}
+   */
   readonly attemptId?: string;
-  /** The invoke's request id (default: the client's `generateId()`). */
+  /**
+   * The invoke's request id.
+   *
+   * @default {generateId()}
+   */
   readonly requestId?: string;
-  /** The Runtime tool id (default: the client's). */
+  /**
+   * The Runtime tool id.
+   *
+   * @default {the client's toolId}
+   */
   readonly toolId?: string;
-  /** The implementation id (default: the client's). */
+  /**
+   * The implementation id.
+   *
+   * @default {the client's implementationId}
+   */
   readonly implementationId?: string;
   /**
    * Re-send an unanswered invoke (same request id and execution key) up to `maxAttempts`. Only
    * for operations known to be idempotent: a duplicate delivery may execute again (PROTOCOL
-   * 5.2). Off by default.
+   * 5.2).
    *
    * @default {false}
    */
@@ -321,35 +360,10 @@ const CALLER_BOUND: ReadonlySet<string> = new Set([
   "tool.error",
 ]);
 
-function describeValue(value: unknown): string {
-  if (typeof value === "string") return `'${value}'`;
-  try {
-    return String(value);
-  } catch {
-    return Object.prototype.toString.call(value);
-  }
-}
-
-function positiveInteger(value: unknown, name: string, action: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(
-      `Cannot ${action} as '${name}' must be a positive integer: current value is ${
-        describeValue(value)
-      }`,
-    );
-  }
-  return value;
-}
-
 function optionalString(value: unknown, name: string, action: string): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "string" || value.trim() === "") {
-    throw new TypeError(
-      `Cannot ${action} as '${name}' must be a non-empty string: current value is ${
-        describeValue(value)
-      }`,
-    );
+    throw new TypeError(optionMessage(action, name, "a non-empty string", value));
   }
   return value;
 }
@@ -473,7 +487,7 @@ export class ToolEndpointClient {
   constructor(options: ToolEndpointClientOptions) {
     const action = "create a ToolEndpointClient";
     if (typeof options !== "object" || options === null) {
-      throw new TypeError(`Cannot ${action} as 'options' must be an object`);
+      throw new TypeError(optionMessage(action, "options", "an object", options));
     }
     const transport: unknown = options.transport;
     if (
@@ -482,24 +496,18 @@ export class ToolEndpointClient {
       typeof (transport as ToolClientTransport).connect !== "function"
     ) {
       throw new TypeError(
-        `Cannot ${action} as 'transport' must have send() and connect(): current value is ${
-          describeValue(transport)
-        }`,
+        optionMessage(action, "transport", "an object with send() and connect()", transport),
       );
     }
     const endpointId = optionalString(options.endpointId, "endpointId", action);
     if (endpointId === undefined) {
-      throw new TypeError(
-        `Cannot ${action} as 'endpointId' must be a non-empty string: current value is undefined`,
-      );
+      throw new TypeError(optionMessage(action, "endpointId", "a non-empty string", endpointId));
     }
     const descriptor: unknown = options.descriptor;
     if (descriptor !== undefined) {
       if (!(descriptor instanceof ToolEndpointDescriptor)) {
         throw new TypeError(
-          `Cannot ${action} as 'descriptor' must be a ToolEndpointDescriptor: current value is ${
-            describeValue(descriptor)
-          }`,
+          optionMessage(action, "descriptor", "a ToolEndpointDescriptor", descriptor),
         );
       }
       if (descriptor.endpointId !== endpointId) {
@@ -509,11 +517,16 @@ export class ToolEndpointClient {
         );
       }
     }
-    const pollIntervalMs = positiveInteger(options.pollIntervalMs, "pollIntervalMs", action, 50);
-    const maxPollIntervalMs = positiveInteger(
-      options.maxPollIntervalMs,
-      "maxPollIntervalMs",
+    const pollIntervalMs = positiveIntegerOption(
       action,
+      "pollIntervalMs",
+      options.pollIntervalMs,
+      50,
+    );
+    const maxPollIntervalMs = positiveIntegerOption(
+      action,
+      "maxPollIntervalMs",
+      options.maxPollIntervalMs,
       Math.max(1000, pollIntervalMs),
     );
     if (maxPollIntervalMs < pollIntervalMs) {
@@ -522,20 +535,8 @@ export class ToolEndpointClient {
           `(${pollIntervalMs}): current value is ${maxPollIntervalMs}`,
       );
     }
-    if (options.generateId !== undefined && typeof options.generateId !== "function") {
-      throw new TypeError(
-        `Cannot ${action} as 'generateId' must be a function: current value is ${
-          describeValue(options.generateId)
-        }`,
-      );
-    }
-    if (options.onError !== undefined && typeof options.onError !== "function") {
-      throw new TypeError(
-        `Cannot ${action} as 'onError' must be a function: current value is ${
-          describeValue(options.onError)
-        }`,
-      );
-    }
+    optionalFunction(action, "generateId", options.generateId);
+    optionalFunction(action, "onError", options.onError);
     this.#config = Object.freeze({
       endpointId,
       endpointInstanceId: optionalString(
@@ -548,27 +549,32 @@ export class ToolEndpointClient {
       implementationId: optionalString(options.implementationId, "implementationId", action) ??
         endpointId,
       callerId: optionalString(options.callerId, "callerId", action),
-      timeoutMs: positiveInteger(options.timeoutMs, "timeoutMs", action, 5000),
-      maxAttempts: positiveInteger(options.maxAttempts, "maxAttempts", action, 3),
+      timeoutMs: positiveIntegerOption(action, "timeoutMs", options.timeoutMs, 5000),
+      maxAttempts: positiveIntegerOption(action, "maxAttempts", options.maxAttempts, 3),
       pollIntervalMs,
       maxPollIntervalMs,
-      reorderWindowMs: positiveInteger(options.reorderWindowMs, "reorderWindowMs", action, 100),
-      maxPendingExchanges: positiveInteger(
-        options.maxPendingExchanges,
+      reorderWindowMs: positiveIntegerOption(
+        action,
+        "reorderWindowMs",
+        options.reorderWindowMs,
+        100,
+      ),
+      maxPendingExchanges: positiveIntegerOption(
+        action,
         "maxPendingExchanges",
-        action,
+        options.maxPendingExchanges,
         1024,
       ),
-      maxOpenInvocations: positiveInteger(
-        options.maxOpenInvocations,
+      maxOpenInvocations: positiveIntegerOption(
+        action,
         "maxOpenInvocations",
-        action,
+        options.maxOpenInvocations,
         1024,
       ),
-      maxBufferedEvents: positiveInteger(
-        options.maxBufferedEvents,
-        "maxBufferedEvents",
+      maxBufferedEvents: positiveIntegerOption(
         action,
+        "maxBufferedEvents",
+        options.maxBufferedEvents,
         256,
       ),
       onError: options.onError ?? defaultOnError,
@@ -606,21 +612,13 @@ export class ToolEndpointClient {
     const semantics = this.#semanticsOf(operation, options, "query");
     if (semantics !== undefined && semantics !== "query") {
       throw new RangeError(
-        `Cannot query as 'operation' must be a Query operation: current value is '${operation}' ` +
+        `${optionMessage("query", "operation", "a Query operation", operation)} ` +
           `(${semantics}; use invoke())`,
       );
     }
     const timeoutMs = this.#timeoutOf(options, "query");
     const { envelope, context } = await this.#invokeRequest(operation, args, options, "query");
-    const response = await this.#exchange({
-      name: "invoke",
-      request: envelope,
-      parse: (message) => answerOf(message, invokeResponseFromPayload),
-      maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
-      timeoutMs,
-      signal: options.signal,
-      timeoutOutcome: "unknown",
-    });
+    const response = await this.#invokeExchange(envelope, options, timeoutMs);
     const outcome = unwrap(response);
     if (outcome instanceof ToolResult) return outcome;
     if (outcome instanceof ToolAccepted) {
@@ -653,8 +651,9 @@ export class ToolEndpointClient {
     const declared = this.#semanticsOf(operation, options, "invoke");
     if (declared === "query") {
       throw new RangeError(
-        `Cannot invoke as 'operation' must be an Action or Session operation: current value is ` +
-          `'${operation}' (query; use query())`,
+        `${
+          optionMessage("invoke", "operation", "an Action or Session operation", operation)
+        } (query; use query())`,
       );
     }
     const timeoutMs = this.#timeoutOf(options, "invoke");
@@ -694,15 +693,7 @@ export class ToolEndpointClient {
     this.#invocations.set(context.executionKey.id, invocation);
     let answer: Answer<InvokeResponse>;
     try {
-      answer = await this.#exchange({
-        name: "invoke",
-        request: envelope,
-        parse: (message) => answerOf(message, invokeResponseFromPayload),
-        maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
-        timeoutMs,
-        signal: options.signal,
-        timeoutOutcome: "unknown",
-      });
+      answer = await this.#invokeExchange(envelope, options, timeoutMs);
     } catch (error) {
       if (
         error instanceof ToolClientError && error.code === ToolClientErrorCodes.TIMEOUT &&
@@ -795,7 +786,7 @@ export class ToolEndpointClient {
   };
 
   #timeoutOf(options: ToolClientCallOptions, action: string): number {
-    return positiveInteger(options.timeoutMs, "timeoutMs", action, this.#config.timeoutMs);
+    return positiveIntegerOption(action, "timeoutMs", options.timeoutMs, this.#config.timeoutMs);
   }
 
   #semanticsOf(
@@ -805,24 +796,18 @@ export class ToolEndpointClient {
   ): ToolSemantics | undefined {
     if (typeof options !== "object" || options === null) {
       throw new TypeError(
-        `Cannot ${action} as 'options' must be an object: current value is ${
-          describeValue(options)
-        }`,
+        optionMessage(action, "options", "an object", options),
       );
     }
     if (typeof operation !== "string" || operation === "") {
       throw new TypeError(
-        `Cannot ${action} as 'operation' must be a non-empty string: current value is ${
-          describeValue(operation)
-        }`,
+        optionMessage(action, "operation", "a non-empty string", operation),
       );
     }
     const given: unknown = options.semantics;
     if (given !== undefined && given !== "action" && given !== "session") {
       throw new RangeError(
-        `Cannot ${action} as 'semantics' must be "action" or "session": current value is ${
-          describeValue(given)
-        }`,
+        optionMessage(action, "semantics", '"action" or "session"', given),
       );
     }
     const descriptor = this.#config.descriptor;
@@ -830,8 +815,12 @@ export class ToolEndpointClient {
     const declared = descriptor.operation(operation);
     if (declared === undefined) {
       throw new RangeError(
-        `Cannot ${action} as 'operation' must be declared by endpoint '${descriptor.endpointId}': ` +
-          `current value is '${operation}'`,
+        optionMessage(
+          action,
+          "operation",
+          `declared by endpoint '${descriptor.endpointId}'`,
+          operation,
+        ),
       );
     }
     return declared.semantics;
@@ -876,6 +865,23 @@ export class ToolEndpointClient {
       endpointInstanceId,
     });
     return { envelope, context };
+  }
+
+  /** The invoke exchange of a Query or an Action/Session start (resent only on request). */
+  #invokeExchange(
+    envelope: ToolEnvelope,
+    options: ToolClientCallOptions,
+    timeoutMs: number,
+  ): Promise<Answer<InvokeResponse>> {
+    return this.#exchange({
+      name: "invoke",
+      request: envelope,
+      parse: (message) => answerOf(message, invokeResponseFromPayload),
+      maxAttempts: options.resendInvoke === true ? this.#config.maxAttempts : 1,
+      timeoutMs,
+      signal: options.signal,
+      timeoutOutcome: "unknown",
+    });
   }
 
   #exchange<T>(spec: ExchangeSpec<T>): Promise<T> {
@@ -1383,7 +1389,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   async #control(command: ToolControlCommand, reason?: string): Promise<ToolControlResponse> {
     if (reason !== undefined && typeof reason !== "string") {
       throw new TypeError(
-        `Cannot ${command} as 'reason' must be a string: current value is ${describeValue(reason)}`,
+        optionMessage(command, "reason", "a string", reason),
       );
     }
     const response = unwrap(

@@ -7,6 +7,7 @@
 import type { ToolEndpointHandler } from "../handler/handler.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import type { ToolClientTransport } from "./transport.ts";
+import { optionMessage } from "../_internal/options.ts";
 
 /**
  * A {@linkcode ToolClientTransport} that dispatches each request to a handler in this process and
@@ -55,7 +56,12 @@ export class InProcessToolClientTransport implements ToolClientTransport {
       typeof (handler as ToolEndpointHandler).dispatch !== "function"
     ) {
       throw new TypeError(
-        "Cannot create an InProcessToolClientTransport as 'handler' must be a ToolEndpointHandler",
+        optionMessage(
+          "create an InProcessToolClientTransport",
+          "handler",
+          "a ToolEndpointHandler",
+          handler,
+        ),
       );
     }
     this.#handler = handler;

@@ -13,12 +13,12 @@
 import { FifoLock, withResolvers } from "../_internal/async.ts";
 import type { RecordBatch } from "apache-arrow";
 import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "apache-arrow";
-import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
 import { ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
-import { checkByteLimit } from "../wire/codec.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
+import { maxMessageBytesOption } from "../wire/codec.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
 import {
   carrierMessageSizeOver,
@@ -48,13 +48,17 @@ export type DoraIpcEventSink = (bytes: Uint8Array) => void | PromiseLike<void>;
 /** Options of {@linkcode DoraToolEndpointBinding}. */
 export interface DoraToolEndpointBindingOptions {
   /**
-   * The largest logical encoded message, in bytes, of every response and event (default 1 MiB,
-   * at least 1024). Requests get 512 bytes less, kept as headroom for a correlated error.
+   * The largest logical encoded message, in bytes, of every response and event (at least 1024).
+   * Requests get 512 bytes less, kept as headroom for a correlated error.
+   *
+   * @default {1048576}
    */
   readonly maxMessageBytes?: number;
   /**
-   * The largest in-memory Arrow carrier accepted, in bytes, checked before anything is read
-   * (default `maxMessageBytes` + 64 KiB; at least `maxMessageBytes`).
+   * The largest in-memory Arrow carrier accepted, in bytes, checked before anything is read (at
+   * least `maxMessageBytes`).
+   *
+   * @default {maxMessageBytes + 65536}
    */
   readonly maxCarrierBytes?: number;
   /**
@@ -69,7 +73,9 @@ export interface DoraToolEndpointBindingOptions {
   readonly ipcEventSink?: DoraIpcEventSink;
   /**
    * Told about an endpoint failure the binding answered with a correlated fallback, and about a
-   * fallback that could not be encoded (default: `console.error`).
+   * fallback that could not be encoded.
+   *
+   * @default {console.error}
    */
   readonly onError?: (error: unknown, request: ToolEnvelope) => void;
   /**
@@ -81,6 +87,7 @@ export interface DoraToolEndpointBindingOptions {
   readonly onRegistryResponse?: (response: ToolEnvelope) => void;
 }
 
+const CREATE_BINDING = "create a DoraToolEndpointBinding";
 const CORRELATED_ERROR_RESERVE_BYTES = 512;
 const MIN_BINDING_MESSAGE_BYTES = 1024;
 const DEFAULT_CARRIER_OVERHEAD_BYTES = 65536;
@@ -224,49 +231,60 @@ export class DoraToolEndpointBinding {
    */
   constructor(handler: ToolEndpointHandler, options: DoraToolEndpointBindingOptions = {}) {
     if (!(handler instanceof ToolEndpointHandler)) {
-      throw new TypeError("handler must be a ToolEndpointHandler");
-    }
-    if (typeof options !== "object" || options === null) {
-      throw new TypeError("options must be an object");
-    }
-    const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
-    if (maximum < MIN_BINDING_MESSAGE_BYTES) {
-      throw new RangeError(
-        `max_message_bytes must be at least ${MIN_BINDING_MESSAGE_BYTES} for correlated error responses`,
+      throw new TypeError(
+        optionMessage(CREATE_BINDING, "handler", "a ToolEndpointHandler", handler),
       );
     }
-    const carrierMaximum = options.maxCarrierBytes === undefined
-      ? maximum + DEFAULT_CARRIER_OVERHEAD_BYTES
-      : checkByteLimit(options.maxCarrierBytes, "max_carrier_bytes");
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(optionMessage(CREATE_BINDING, "options", "an object", options));
+    }
+    const maximum = maxMessageBytesOption(CREATE_BINDING, options.maxMessageBytes);
+    if (maximum < MIN_BINDING_MESSAGE_BYTES) {
+      throw new RangeError(
+        optionMessage(
+          CREATE_BINDING,
+          "maxMessageBytes",
+          `at least ${MIN_BINDING_MESSAGE_BYTES} for correlated error responses`,
+          maximum,
+        ),
+      );
+    }
+    const carrierMaximum = positiveIntegerOption(
+      CREATE_BINDING,
+      "maxCarrierBytes",
+      options.maxCarrierBytes,
+      maximum + DEFAULT_CARRIER_OVERHEAD_BYTES,
+    );
     if (carrierMaximum < maximum) {
-      throw new RangeError("max_carrier_bytes must be at least max_message_bytes");
+      throw new RangeError(
+        optionMessage(
+          CREATE_BINDING,
+          "maxCarrierBytes",
+          `at least 'maxMessageBytes' (${maximum})`,
+          carrierMaximum,
+        ),
+      );
     }
-    const sink: unknown = options.eventSink;
-    if (sink !== undefined && typeof sink !== "function") {
-      throw new TypeError("event_sink must be an async function or undefined");
-    }
-    const ipcSink: unknown = options.ipcEventSink;
-    if (ipcSink !== undefined && typeof ipcSink !== "function") {
-      throw new TypeError("ipcEventSink must be an async function or undefined");
-    }
-    const onError: unknown = options.onError;
-    if (onError !== undefined && typeof onError !== "function") {
-      throw new TypeError("onError must be a function or undefined");
-    }
+    const sink = optionalFunction<DoraEventSink>(CREATE_BINDING, "eventSink", options.eventSink);
+    const ipcSink = optionalFunction<DoraIpcEventSink>(
+      CREATE_BINDING,
+      "ipcEventSink",
+      options.ipcEventSink,
+    );
+    const onError = optionalFunction<typeof defaultOnError>(
+      CREATE_BINDING,
+      "onError",
+      options.onError,
+    );
     this.#handler = handler;
-    this.#arrow = { encode: toolEnvelopeToMessage, sink: sink as DoraEventSink | undefined };
-    this.#ipc = {
-      encode: encodeToolEnvelopeIpc,
-      sink: ipcSink as DoraIpcEventSink | undefined,
-    };
-    this.#onError = (onError as typeof defaultOnError | undefined) ?? defaultOnError;
-    const onRegistryResponse: unknown = options.onRegistryResponse;
-    if (onRegistryResponse !== undefined && typeof onRegistryResponse !== "function") {
-      throw new TypeError("onRegistryResponse must be a function or undefined");
-    }
-    this.#onRegistryResponse = onRegistryResponse as
-      | ((response: ToolEnvelope) => void)
-      | undefined;
+    this.#arrow = { encode: toolEnvelopeToMessage, sink };
+    this.#ipc = { encode: encodeToolEnvelopeIpc, sink: ipcSink };
+    this.#onError = onError ?? defaultOnError;
+    this.#onRegistryResponse = optionalFunction<(response: ToolEnvelope) => void>(
+      CREATE_BINDING,
+      "onRegistryResponse",
+      options.onRegistryResponse,
+    );
     this.#maxMessageBytes = maximum;
     this.#maxRequestBytes = maximum - CORRELATED_ERROR_RESERVE_BYTES;
     this.#maxCarrierBytes = carrierMaximum;

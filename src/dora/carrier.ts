@@ -23,7 +23,6 @@ import {
   Utf8,
 } from "apache-arrow";
 import {
-  DEFAULT_MAX_MESSAGE_BYTES,
   MAX_JSON_DEPTH,
   MAX_SAFE_JSON_INTEGER,
   TOOL_ENDPOINT_PROTOCOL,
@@ -34,12 +33,13 @@ import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { copyJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
 import { pyRepr } from "../_internal/repr.ts";
 import { isBlank } from "../_internal/text.ts";
+import { positiveIntegerOption } from "../_internal/options.ts";
 import {
-  checkByteLimit,
   checkMessageSize,
   envelopeHeaderBound,
   envelopeJson,
   envelopeJsonParts,
+  maxMessageBytesOption,
   parseStrictJsonBytes,
   utf8Length,
 } from "../wire/codec.ts";
@@ -70,17 +70,27 @@ export interface ToolMessageStructVector {
 
 /** Options of {@linkcode toolEnvelopeToMessage}. */
 export interface ToolEnvelopeToMessageOptions {
-  /** The largest logical encoded message accepted, in bytes (default 1 MiB). */
+  /**
+   * The largest logical encoded message accepted, in bytes.
+   *
+   * @default {1048576}
+   */
   readonly maxMessageBytes?: number;
 }
 
 /** Options of {@linkcode toolMessageToEnvelope}. */
 export interface ToolMessageToEnvelopeOptions {
-  /** The largest logical encoded message accepted, in bytes (default 1 MiB). */
+  /**
+   * The largest logical encoded message accepted, in bytes.
+   *
+   * @default {1048576}
+   */
   readonly maxMessageBytes?: number;
   /**
    * The largest raw `payload_json` accepted, in UTF-8 bytes including any whitespace, checked
-   * before the JSON is parsed (default: no separate limit).
+   * before the JSON is parsed.
+   *
+   * @default {undefined: no separate limit}
    */
   readonly maxPayloadJsonBytes?: number;
 }
@@ -249,7 +259,10 @@ export function toolEnvelopeToMessage(
   options: ToolEnvelopeToMessageOptions = {},
 ): RecordBatch {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = maxMessageBytesOption(
+    "convert a ToolEnvelope to a ToolMessage",
+    options.maxMessageBytes,
+  );
   validateMessageEnvelope(envelope);
   const { text, payload } = envelopeAndPayloadJson(envelope);
   checkMessageSize(utf8Length(text), maximum);
@@ -777,10 +790,11 @@ export function carrierToEnvelope(
 export function carrierDecodeLimits(
   options: ToolMessageToEnvelopeOptions,
 ): { maxMessageBytes: number; maxPayloadJsonBytes: number | undefined } {
-  const maxMessageBytes = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const action = "decode a ToolMessage";
+  const maxMessageBytes = maxMessageBytesOption(action, options.maxMessageBytes);
   const maxPayloadJsonBytes = options.maxPayloadJsonBytes === undefined
     ? undefined
-    : checkByteLimit(options.maxPayloadJsonBytes, "max_payload_json_bytes");
+    : positiveIntegerOption(action, "maxPayloadJsonBytes", options.maxPayloadJsonBytes, 0);
   return { maxMessageBytes, maxPayloadJsonBytes };
 }
 

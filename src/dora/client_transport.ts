@@ -13,6 +13,7 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import type { LoopbackDataflow } from "./loopback.ts";
 import type { DoraTransport } from "./transport.ts";
+import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 
 /** Counters of a Dora client transport, a snapshot. */
 export interface DoraToolClientTransportStats {
@@ -46,7 +47,11 @@ export interface DoraToolClientTransportOptions {
    * @default {1048576}
    */
   readonly maxMessageBytes?: number;
-  /** Told about each message dropped because its bytes did not decode (default: ignored). */
+  /**
+   * Told about each message dropped because its bytes did not decode.
+   *
+   * @default {ignored}
+   */
   readonly onUndecodable?: (error: unknown) => void;
 }
 
@@ -64,7 +69,11 @@ export interface LoopbackToolClientTransportOptions {
    * @default {1048576}
    */
   readonly maxMessageBytes?: number;
-  /** Told about each message dropped because its bytes did not decode (default: ignored). */
+  /**
+   * Told about each message dropped because its bytes did not decode.
+   *
+   * @default {ignored}
+   */
   readonly onUndecodable?: (error: unknown) => void;
 }
 
@@ -83,16 +92,7 @@ class EnvelopeChannel {
     maxMessageBytes: number | undefined,
     onUndecodable: ((error: unknown) => void) | undefined,
   ) {
-    if (
-      maxMessageBytes !== undefined &&
-      (typeof maxMessageBytes !== "number" || !Number.isSafeInteger(maxMessageBytes) ||
-        maxMessageBytes <= 0)
-    ) {
-      throw new RangeError(
-        `Cannot create a ${who} as 'maxMessageBytes' must be a positive integer: current value ` +
-          `is ${String(maxMessageBytes)}`,
-      );
-    }
+    positiveIntegerOption(`create a ${who}`, "maxMessageBytes", maxMessageBytes, 0);
     this.#maxMessageBytes = maxMessageBytes;
     this.#onUndecodable = onUndecodable;
   }
@@ -167,7 +167,7 @@ export class DoraToolClientTransport implements ToolClientTransport {
       typeof node.sendOutput !== "function"
     ) {
       throw new TypeError(
-        "Cannot create a DoraToolClientTransport as 'node' must be a DoraTransport",
+        optionMessage("create a DoraToolClientTransport", "node", "a DoraTransport", node),
       );
     }
     this.#node = node;
@@ -276,7 +276,7 @@ export class LoopbackToolClientTransport implements ToolClientTransport {
   constructor(flow: LoopbackDataflow, options: LoopbackToolClientTransportOptions = {}) {
     if (typeof flow !== "object" || flow === null || typeof flow.nextOutput !== "function") {
       throw new TypeError(
-        "Cannot create a LoopbackToolClientTransport as 'flow' must be a LoopbackDataflow",
+        optionMessage("create a LoopbackToolClientTransport", "flow", "a LoopbackDataflow", flow),
       );
     }
     this.#flow = flow;

@@ -33,8 +33,7 @@
  *
  * @module
  */
-import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
-import { checkByteLimit, checkMessageSize, encodeJson, utf8Length } from "../wire/codec.ts";
+import { checkMessageSize, encodeJson, maxMessageBytesOption, utf8Length } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { validateMessageEnvelope } from "../wire/messages.ts";
 import {
@@ -341,7 +340,7 @@ export function encodeToolEnvelopeIpc(
   options: EncodeToolEnvelopeIpcOptions = {},
 ): Uint8Array {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = maxMessageBytesOption("encode a ToolEnvelope as IPC", options.maxMessageBytes);
   validateMessageEnvelope(envelope);
   const payload = encodeJson(envelope.payload, "payload");
   const units = payload.length;

@@ -14,6 +14,7 @@
  * @module
  */
 import { withResolvers } from "../_internal/async.ts";
+import { optionMessage } from "../_internal/options.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { ntp64ToEpochMs } from "./transport.ts";
 
@@ -50,12 +51,15 @@ interface LoadedLibrary {
 /** The environment variable naming the dora C node API shared object. */
 export const DORA_NODE_API_LIB_ENV = "DORA_NODE_API_LIB";
 
+const OPEN_NODE = "open a Dora node";
+
 /** Options of {@linkcode openDoraNode}. */
 export interface OpenDoraNodeOptions {
   /**
    * Path of the dora C node API shared object (`libdora_node_api_c.so`, `.dylib`, `.dll`), built
-   * from the same dora version as the daemon. Default: the `DORA_NODE_API_LIB` environment
-   * variable.
+   * from the same dora version as the daemon.
+   *
+   * @default {Deno.env.get("DORA_NODE_API_LIB")}
    */
   readonly libraryPath?: string | URL;
 }
@@ -118,12 +122,22 @@ type QueuedCall =
  * ```
  */
 export async function openDoraNode(options: OpenDoraNodeOptions = {}): Promise<DoraNodeTransport> {
-  const path = options.libraryPath ?? Deno.env.get(DORA_NODE_API_LIB_ENV);
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(optionMessage(OPEN_NODE, "options", "an object", options));
+  }
+  const path: unknown = options.libraryPath ?? Deno.env.get(DORA_NODE_API_LIB_ENV);
   if (path === undefined || path === "") {
     throw new Error(
-      `no dora C node API library: pass libraryPath or set ${DORA_NODE_API_LIB_ENV} to the ` +
-        "shared object built from dora's libdora_node_api_c.a",
+      optionMessage(
+        OPEN_NODE,
+        "libraryPath",
+        `the dora C node API shared object built from dora's libdora_node_api_c.a (or set ${DORA_NODE_API_LIB_ENV})`,
+        path,
+      ),
     );
+  }
+  if (typeof path !== "string" && !(path instanceof URL)) {
+    throw new TypeError(optionMessage(OPEN_NODE, "libraryPath", "a string or a URL", path));
   }
   const library = loadLibrary(path);
   let context: Deno.PointerValue;

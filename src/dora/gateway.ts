@@ -21,6 +21,7 @@ import {
 } from "../endpoint/models.ts";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
+import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import {
   EndpointRegistry,
   type EndpointRegistryChange,
@@ -64,7 +65,11 @@ export interface ToolGatewayOptions {
    * @default {30000}
    */
   readonly leaseTtlMs?: number;
-  /** The monotonic clock of leases and exchange timeouts (default: the process clock). */
+  /**
+   * The monotonic clock of leases and exchange timeouts.
+   *
+   * @default {SYSTEM_CLOCK}
+   */
   readonly clock?: NodeClock;
   /** Where the gateway reports dropped messages and failures (default: warnings to stderr). */
   readonly logger?: ToolEndpointNodeLogger;
@@ -98,6 +103,8 @@ export interface ToolGatewayOptions {
    */
   readonly maxExecutions?: number;
 }
+
+const CREATE_GATEWAY = "create a ToolGateway";
 
 /** Counters of a {@linkcode ToolGateway}. */
 export interface ToolGatewayStats {
@@ -180,22 +187,6 @@ interface ExecutionRecord {
   caller: Caller | undefined;
   /** Set once the instance was replaced: the outcome every later request gets. */
   unknown: ToolError | undefined;
-}
-
-function optionError(option: string, value: unknown, rule: string): RangeError {
-  return new RangeError(
-    `Cannot create a ToolGateway as '${option}' must be ${rule}: current value is ${
-      typeof value === "string" ? JSON.stringify(value) : String(value)
-    }`,
-  );
-}
-
-function positiveInteger(option: string, value: unknown, fallback: number): number {
-  const checked = value ?? fallback;
-  if (!Number.isSafeInteger(checked) || (checked as number) < 1) {
-    throw optionError(option, value, "a positive integer");
-  }
-  return checked as number;
 }
 
 function executionKey(endpointId: string, invocationId?: string, attemptId?: string): string {
@@ -319,26 +310,42 @@ export class ToolGateway {
    */
   constructor(options: ToolGatewayOptions) {
     if (options === null || typeof options !== "object") {
-      throw new TypeError("ToolGateway options must be an object");
+      throw new TypeError(optionMessage(CREATE_GATEWAY, "options", "an object", options));
     }
     const clock = options.clock ?? SYSTEM_CLOCK;
     if (
       typeof clock?.now !== "function" || typeof clock.setTimeout !== "function" ||
       typeof clock.clearTimeout !== "function"
     ) {
-      throw new TypeError("clock must have now(), setTimeout() and clearTimeout()");
+      throw new TypeError(
+        optionMessage(
+          CREATE_GATEWAY,
+          "clock",
+          "an object with now(), setTimeout() and clearTimeout()",
+          clock,
+        ),
+      );
     }
     this.#clock = clock;
-    this.#exchangeTimeoutMs = positiveInteger(
+    this.#exchangeTimeoutMs = positiveIntegerOption(
+      CREATE_GATEWAY,
       "exchangeTimeoutMs",
-      options.exchangeTimeoutMs,
+      options.exchangeTimeoutMs ?? undefined,
       60_000,
     );
-    this.#maxPending = positiveInteger("maxPendingExchanges", options.maxPendingExchanges, 1024);
-    this.#maxExecutions = positiveInteger("maxExecutions", options.maxExecutions, 4096);
-    if (options.maxMessageBytes !== undefined) {
-      positiveInteger("maxMessageBytes", options.maxMessageBytes, 0);
-    }
+    this.#maxPending = positiveIntegerOption(
+      CREATE_GATEWAY,
+      "maxPendingExchanges",
+      options.maxPendingExchanges ?? undefined,
+      1024,
+    );
+    this.#maxExecutions = positiveIntegerOption(
+      CREATE_GATEWAY,
+      "maxExecutions",
+      options.maxExecutions ?? undefined,
+      4096,
+    );
+    positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
     this.#maxMessageBytes = options.maxMessageBytes;
     this.#log = options.logger ?? DEFAULT_LOGGER;
     this.#registry = new EndpointRegistry({
@@ -390,7 +397,9 @@ export class ToolGateway {
     if (!this.#endpointOf.has(routeId)) {
       throw new RangeError(`route '${routeId}' is not a configured route of this gateway`);
     }
-    if (typeof send !== "function") throw new TypeError("send must be a function");
+    if (typeof send !== "function") {
+      throw new TypeError(optionMessage("attach a route", "send", "a function", send));
+    }
     if (this.#links.has(routeId)) throw new Error(`route '${routeId}' is already attached`);
     this.#links.set(routeId, send);
     return () => {
@@ -923,7 +932,9 @@ export async function runToolGatewayNode(
   gateway: ToolGateway,
   options: ToolGatewayNodeOptions,
 ): Promise<ToolGatewayNodeStats> {
-  if (!(gateway instanceof ToolGateway)) throw new TypeError("gateway must be a ToolGateway");
+  if (!(gateway instanceof ToolGateway)) {
+    throw new TypeError(optionMessage("run a gateway node", "gateway", "a ToolGateway", gateway));
+  }
   const { transport } = options;
   const routeOfInput = new Map<string, string>();
   const detach: (() => void)[] = [];

@@ -15,14 +15,16 @@ import {
 } from "apache-arrow";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { checkByteLimit } from "../wire/codec.ts";
+import { positiveIntegerOption } from "../_internal/options.ts";
 import { isToolMessageSchema } from "./carrier.ts";
 
 /** Options of {@linkcode decodeToolMessageIpc}. */
 export interface DecodeToolMessageIpcOptions {
   /**
-   * The largest IPC stream accepted, in bytes, checked before anything is read (default 1 MiB
-   * plus 64 KiB, the Dora binding's default carrier limit).
+   * The largest IPC stream accepted, in bytes, checked before anything is read (1 MiB plus 64
+   * KiB by default, the Dora binding's default carrier limit).
+   *
+   * @default {1114112}
    */
   readonly maxBytes?: number;
 }
@@ -428,7 +430,12 @@ export function ipcBytesView(bytes: unknown, decoder: string): Uint8Array {
 
 /** @internal The `maxBytes` option of an IPC decoder, checked (`RangeError`), with its default. */
 export function ipcByteLimit(maxBytes: number | undefined): number {
-  return checkByteLimit(maxBytes ?? DEFAULT_MAX_IPC_BYTES, "max_bytes");
+  return positiveIntegerOption(
+    "decode a ToolMessage IPC stream",
+    "maxBytes",
+    maxBytes ?? undefined,
+    DEFAULT_MAX_IPC_BYTES,
+  );
 }
 
 /**

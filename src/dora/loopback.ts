@@ -7,6 +7,7 @@
  * @module
  */
 import { withResolvers } from "../_internal/async.ts";
+import { optionalFunction, optionMessage } from "../_internal/options.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
 
@@ -20,11 +21,23 @@ export interface LoopbackOutput {
 
 /** Options of {@linkcode LoopbackDataflow}. */
 export interface LoopbackDataflowOptions {
-  /** The input {@linkcode LoopbackDataflow.request} delivers on (default `"tool_request"`). */
+  /**
+   * The input {@linkcode LoopbackDataflow.request} delivers on.
+   *
+   * @default {"tool_request"}
+   */
   readonly requestInputId?: string;
-  /** The wall clock in Unix epoch milliseconds, for input timestamps (default `Date.now`). */
+  /**
+   * The wall clock in Unix epoch milliseconds, for input timestamps.
+   *
+   * @default {Date.now}
+   */
   readonly now?: () => number;
-  /** Faults injected on the way to the node and back, for tests of lossy carriers. */
+  /**
+   * Faults injected on the way to the node and back, for tests of lossy carriers.
+   *
+   * @default {{}}
+   */
   readonly faults?: LoopbackFaults;
 }
 
@@ -49,6 +62,8 @@ export interface LoopbackInputOptions {
   /** The input's NTP64 timestamp (default: the clock's current time as NTP64). */
   readonly timestamp?: bigint;
 }
+
+const CREATE_LOOPBACK = "create a LoopbackDataflow";
 
 /** A rejected promise that does not count as unhandled when nobody awaits it. */
 function quietReject(error: Error): Promise<void> {
@@ -108,9 +123,24 @@ export class LoopbackDataflow {
 
   /** Creates a dataflow with an open node side and no events yet. */
   constructor(options: LoopbackDataflowOptions = {}) {
-    this.#requestInputId = options.requestInputId ?? "tool_request";
-    this.#now = options.now ?? Date.now;
-    this.#faults = options.faults ?? {};
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError(optionMessage(CREATE_LOOPBACK, "options", "an object", options));
+    }
+    const inputId: unknown = options.requestInputId ?? "tool_request";
+    if (typeof inputId !== "string" || inputId === "") {
+      throw new TypeError(
+        optionMessage(CREATE_LOOPBACK, "requestInputId", "a non-empty string", inputId),
+      );
+    }
+    const faults: unknown = options.faults ?? {};
+    if (typeof faults !== "object" || faults === null) {
+      throw new TypeError(optionMessage(CREATE_LOOPBACK, "faults", "an object", faults));
+    }
+    this.#requestInputId = inputId;
+    this.#now = optionalFunction<() => number>(CREATE_LOOPBACK, "now", options.now) ?? Date.now;
+    optionalFunction(CREATE_LOOPBACK, "faults.input", (faults as LoopbackFaults).input);
+    optionalFunction(CREATE_LOOPBACK, "faults.output", (faults as LoopbackFaults).output);
+    this.#faults = faults as LoopbackFaults;
     this.transport = {
       nextEvent: () => this.#nextEvent(),
       sendOutput: (id, data) => this.#sendOutput(id, data),

@@ -7,49 +7,6 @@ export function jittered(base: number, jitter: number, random: () => number): nu
   return base * (1 + jitter * (2 * unit - 1));
 }
 
-/**
- * The message of an option error, in one style: "Cannot <action> as '<option>' must be
- * <requirement>: current value is <value>".
- */
-export function optionMessage(
-  action: string,
-  name: string,
-  requirement: string,
-  value: unknown,
-): string {
-  let shown: string;
-  try {
-    shown = typeof value === "string" ? JSON.stringify(value) : String(value);
-  } catch {
-    shown = Object.prototype.toString.call(value);
-  }
-  return `Cannot ${action} as '${name}' must be ${requirement}: current value is ${shown}`;
-}
-
-/**
- * Checks an option that must be a finite number in `[min, max]` (or `(min, max)` when `open`);
- * the error says what could not be done, names the option and shows the value received:
- * "Cannot create an EndpointRegistration as 'jitter' must be a finite number in [0, 1]: current
- * value is 2".
- */
-export function requireNumberIn(
-  action: string,
-  value: unknown,
-  name: string,
-  min: number,
-  max: number,
-  open = false,
-): number {
-  if (
-    typeof value !== "number" || !Number.isFinite(value) ||
-    (open ? value <= min || value >= max : value < min || value > max)
-  ) {
-    const range = open ? `(${min}, ${max})` : `[${min}, ${max}]`;
-    throw new RangeError(optionMessage(action, name, `a finite number in ${range}`, value));
-  }
-  return value;
-}
-
 /** Calls `send` and routes a synchronous throw or a rejection to `onError`. */
 export function deliver(
   send: () => void | Promise<void>,

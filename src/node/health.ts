@@ -11,7 +11,8 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointStatusEnvelope } from "../wire/factories.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
-import { deliver, optionMessage, requireNumberIn } from "./_util.ts";
+import { deliver } from "./_util.ts";
+import { optionMessage, requireNumberIn } from "../_internal/options.ts";
 
 /** Options of {@linkcode EndpointHealthReporter}. */
 export interface EndpointHealthReporterOptions {

@@ -11,7 +11,7 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { EndpointHealthReporter, type EndpointHealthReporterOptions } from "./health.ts";
 import { EndpointRegistration, type EndpointRegistrationOptions } from "./registration.ts";
-import { optionMessage } from "./_util.ts";
+import { optionMessage } from "../_internal/options.ts";
 
 const CREATE_LIFECYCLE = "create an EndpointNodeLifecycle";
 

@@ -16,7 +16,8 @@ import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeRegistrationEnvelope, makeUnregisterEnvelope } from "../wire/factories.ts";
 import { endpointRegistryResponseFromPayload } from "../wire/messages.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
-import { deliver, jittered, optionMessage, requireNumberIn } from "./_util.ts";
+import { deliver, jittered } from "./_util.ts";
+import { optionMessage, requireNumberIn } from "../_internal/options.ts";
 
 /**
  * Where the registration loop is:

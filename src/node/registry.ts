@@ -59,7 +59,7 @@ import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointRegistryResponseEnvelope } from "../wire/factories.ts";
 import { endpointDescriptorFromPayload, endpointDescriptorToPayload } from "../wire/messages.ts";
 import { type MonotonicClock, SYSTEM_CLOCK } from "./clock.ts";
-import { optionMessage } from "./_util.ts";
+import { optionMessage } from "../_internal/options.ts";
 
 const CREATE_REGISTRY = "create an EndpointRegistry";
 

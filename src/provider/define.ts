@@ -52,6 +52,7 @@
  */
 import { ToolEndpointError, ToolErrorCodes } from "../endpoint/errors.ts";
 import type { JsonObject } from "../_internal/json.ts";
+import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { consoleLogger, type ToolLogger, type ToolLogRecord } from "../endpoint/log.ts";
 import {
   ToolAccepted,
@@ -136,7 +137,11 @@ export type ExecutionFunction<A> = (
 
 /** Options every definition takes. */
 export interface DefinitionOptions<S extends ArgumentSchema> {
-  /** Validates the invoke's arguments before the function runs (default: none, any object). */
+  /**
+   * Validates the invoke's arguments before the function runs.
+   *
+   * @default {none: any object}
+   */
   readonly arguments?: S;
   /**
    * How many executions may run at once (`max_concurrency`), a positive integer.
@@ -257,27 +262,13 @@ const TERMINAL_EVENT: Readonly<
 /** Issues listed in `details.issues` at most (the message gives the total). */
 const MAX_LISTED_ISSUES = 100;
 
-function optionError(what: string, option: string, rule: string, value: unknown): TypeError {
-  let shown: string;
-  try {
-    shown = typeof value === "string" ? JSON.stringify(value) : String(value);
-  } catch {
-    shown = Object.prototype.toString.call(value);
-  }
-  return new TypeError(`Cannot ${what} as '${option}' ${rule}: current value is ${shown}`);
-}
-
-function positiveInteger(value: unknown, fallback: number, what: string, option: string): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw optionError(what, option, "must be a positive integer", value);
-  }
-  return value;
+function optionError(what: string, option: string, requirement: string, value: unknown): TypeError {
+  return new TypeError(optionMessage(what, option, requirement, value));
 }
 
 function booleanOption(value: unknown, fallback: boolean, what: string, option: string): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== "boolean") throw optionError(what, option, "must be a boolean", value);
+  if (typeof value !== "boolean") throw optionError(what, option, "a boolean", value);
   return value;
 }
 
@@ -355,7 +346,7 @@ function validatorOf<A>(schema: ArgumentSchema | undefined, what: string): Valid
   if (isStandardSchema(schema)) standard = schema;
   else if (typeof schema === "object" && schema !== null) standard = jsonSchema(schema);
   else {
-    throw optionError(what, "arguments", "must be a Standard Schema or a JSON Schema", schema);
+    throw optionError(what, "arguments", "a Standard Schema or a JSON Schema", schema);
   }
   const validate = standard["~standard"].validate;
   const failed = (context: ToolContext, logger: ToolLogger, error: unknown): never => {
@@ -510,7 +501,7 @@ class ExecutionCall implements ExecutionCallContext {
   readonly emit = (type: "progress" | "heartbeat", data?: object): Promise<boolean> => {
     if (type !== "progress" && type !== "heartbeat") {
       return Promise.reject(
-        optionError("emit an event", "type", 'must be "progress" or "heartbeat"', type),
+        optionError("emit an event", "type", '"progress" or "heartbeat"', type),
       );
     }
     let event: ToolEvent;
@@ -581,7 +572,7 @@ function settingsOf(
   const control = semantics === "action" ? "cancellable" : "stoppable";
   return {
     semantics,
-    maxConcurrency: positiveInteger(options.maxConcurrency, 1, label, "maxConcurrency"),
+    maxConcurrency: positiveIntegerOption(label, "maxConcurrency", options.maxConcurrency, 1),
     controllable: semantics === "query"
       ? false
       : booleanOption(options[control], true, label, control),
@@ -595,7 +586,7 @@ function defining(semantics: "query" | "action" | "session"): string {
 
 function checkRun(run: unknown, semantics: "query" | "action" | "session"): void {
   if (typeof run !== "function") {
-    throw optionError(defining(semantics), "run", "must be a function", run);
+    throw optionError(defining(semantics), "run", "a function", run);
   }
 }
 
@@ -612,27 +603,27 @@ function descriptorFor(settings: Settings, name: string): ToolOperationDescripto
 
 function implementOptions(options: ImplementOptions) {
   if (typeof options !== "object" || options === null) {
-    throw optionError("implement an operation", "options", "must be an object", options);
+    throw optionError("implement an operation", "options", "an object", options);
   }
   if (typeof options.name !== "string" || options.name === "") {
-    throw optionError("implement an operation", "name", "must be a non-empty string", options.name);
+    throw optionError("implement an operation", "name", "a non-empty string", options.name);
   }
   const logger = options.logger ?? consoleLogger;
   if (typeof logger !== "function") {
-    throw optionError("implement an operation", "logger", "must be a function", logger);
+    throw optionError("implement an operation", "logger", "a function", logger);
   }
   const track = options.track;
   if (track !== undefined && typeof track !== "function") {
-    throw optionError("implement an operation", "track", "must be a function", track);
+    throw optionError("implement an operation", "track", "a function", track);
   }
   return {
     logger,
     track,
-    maxRetained: positiveInteger(
-      options.maxRetainedExecutions,
-      1024,
+    maxRetained: positiveIntegerOption(
       "implement an operation",
       "maxRetainedExecutions",
+      options.maxRetainedExecutions,
+      1024,
     ),
   };
 }
@@ -1006,17 +997,17 @@ export interface ToolEndpointDefinition {
 export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpointDefinition {
   const what = "define an endpoint";
   if (typeof options !== "object" || options === null) {
-    throw optionError(what, "options", "must be an object", options);
+    throw optionError(what, "options", "an object", options);
   }
   const definitions: unknown = options.operations;
   if (typeof definitions !== "object" || definitions === null || Array.isArray(definitions)) {
-    throw optionError(what, "operations", "must be an object of definitions", definitions);
+    throw optionError(what, "operations", "an object of definitions", definitions);
   }
-  const maxRetained = positiveInteger(
-    options.maxRetainedExecutions,
-    1024,
+  const maxRetained = positiveIntegerOption(
     what,
     "maxRetainedExecutions",
+    options.maxRetainedExecutions,
+    1024,
   );
   const logger = options.logger ?? consoleLogger;
   const running = new Set<Promise<void>>();
@@ -1036,7 +1027,7 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
       throw optionError(
         what,
         `operations.${name}`,
-        "must be a definition from defineQuery, defineAction or defineSession",
+        "a definition from defineQuery, defineAction or defineSession",
         definition,
       );
     }

@@ -78,7 +78,11 @@ export interface JsonSchema {
   readonly properties?: Readonly<Record<string, JsonSchema>>;
   /** The members an object must have. */
   readonly required?: readonly string[];
-  /** Whether (or with which schema) members not in `properties` are allowed (default true). */
+  /**
+   * Whether (or with which schema) members not in `properties` are allowed.
+   *
+   * @default {true}
+   */
   readonly additionalProperties?: boolean | JsonSchema;
   /** The schema of every element of an array. */
   readonly items?: JsonSchema;

@@ -6,7 +6,7 @@
  */
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { isIntegerIn } from "../_internal/fields.ts";
+import { positiveIntegerOption } from "../_internal/options.ts";
 import { compareCodePoints, isFloatMember, isPlainObject } from "../_internal/json.ts";
 import { encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
@@ -21,7 +21,11 @@ export { parseStrictJsonBytes } from "./_json_decode.ts";
 
 /** Options of {@linkcode encodeEnvelope} and {@linkcode decodeEnvelope}. */
 export interface CodecOptions {
-  /** The largest encoded message accepted, in bytes (default 1 MiB). */
+  /**
+   * The largest encoded message accepted, in bytes.
+   *
+   * @default {1048576}
+   */
   readonly maxMessageBytes?: number;
 }
 
@@ -36,12 +40,17 @@ const OPTIONAL_FIELDS = [
 
 const encoder = new TextEncoder();
 
-/** Checks a byte limit option: a positive integer, else `RangeError`. */
-export function checkByteLimit(value: unknown, name = "max_message_bytes"): number {
-  if (!isIntegerIn(value, 1)) {
-    throw new RangeError(`${name} must be a positive integer`);
-  }
-  return value;
+/**
+ * The `maxMessageBytes` option of a codec call: the Wire default when absent (`undefined` or
+ * `null`), else a positive integer (`RangeError` naming the option and the value otherwise).
+ */
+export function maxMessageBytesOption(action: string, value: unknown): number {
+  return positiveIntegerOption(
+    action,
+    "maxMessageBytes",
+    value ?? undefined,
+    DEFAULT_MAX_MESSAGE_BYTES,
+  );
 }
 
 /** Throws `FORGE_PROTOCOL_MESSAGE_TOO_LARGE` when `size` exceeds `maximum`. */
@@ -248,7 +257,7 @@ export function envelopeHeaderBound(envelope: ToolEnvelope): number {
 export function encodeEnvelope(envelope: ToolEnvelope, options: CodecOptions = {}): Uint8Array {
   const text = envelopeJson(envelope);
   validateMessageEnvelope(envelope);
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = maxMessageBytesOption("encode an envelope", options.maxMessageBytes);
   const bytes = encoder.encode(text);
   checkMessageSize(bytes.length, maximum);
   return bytes;
@@ -296,7 +305,7 @@ export function decodeEnvelope(
     const view = data as ArrayBufferView;
     bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
   } else throw new TypeError("data must be UTF-8 bytes or a string");
-  const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+  const maximum = maxMessageBytesOption("decode an envelope", options.maxMessageBytes);
   checkMessageSize(bytes.length, maximum);
   const parsed = parseStrictJsonBytes(bytes);
   const envelope = envelopeFromJson(parsed.value, parsed.normalized);

@@ -9,6 +9,7 @@
 // seed, the replay path and the input itself (JSON with tagged bytes), which `saveRegression`
 // writes under tests/fixtures/fuzz_regressions/ for tests/fuzz_test.ts to replay on every run.
 import fc from "fast-check";
+import { hex, unhex } from "../_helpers.ts";
 
 /** How much to fuzz: inputs per target, the base seed, and an optional wall-clock cap. */
 export interface Budget {
@@ -103,20 +104,6 @@ export class MemoryBoundError extends Error {
 
 // ---------------------------------------------------------------------------------------------
 // Tagged JSON: bytes, bigints and undefined survive a round trip through a regression file.
-
-/** Lower-case hex of bytes. */
-export function hex(bytes: Uint8Array): string {
-  let out = "";
-  for (const b of bytes) out += b.toString(16).padStart(2, "0");
-  return out;
-}
-
-/** Bytes of lower-case or upper-case hex. */
-export function unhex(text: string): Uint8Array {
-  const out = new Uint8Array(text.length >> 1);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(text.slice(2 * i, 2 * i + 2), 16);
-  return out;
-}
 
 /** A JSON-safe copy of a fuzz input: `Uint8Array` → `{"$bytes": hex}`, bigint → `{"$bigint"}`. */
 export function toJsonable(value: unknown): unknown {

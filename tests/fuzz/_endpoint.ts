@@ -10,11 +10,10 @@ import {
   makeInvokeRequestEnvelope,
   makeResultRequestEnvelope,
   makeStatusRequestEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   ToolContext,
   ToolControlResponse,
-  ToolEndpointDescriptor,
+  type ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
   type ToolEndpointHandlerOptions,
@@ -24,11 +23,11 @@ import {
   type ToolEventEmitter,
   ToolExecutionKey,
   ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
   ToolResultResponse,
 } from "../../mod.ts";
+import { cellDescriptor } from "../_helpers.ts";
 
 /** The endpoint id. */
 export const ENDPOINT = "forge.fuzz";
@@ -41,27 +40,7 @@ export type OperationName = keyof typeof OPERATIONS;
 
 /** The descriptor of "forge.fuzz". */
 export function fuzzDescriptor(maxConcurrency = 4): ToolEndpointDescriptor {
-  return new ToolEndpointDescriptor({
-    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-    endpointId: ENDPOINT,
-    operations: [
-      new ToolOperationDescriptor({ name: "detect", semantics: "query" }),
-      new ToolOperationDescriptor({
-        name: "move",
-        semantics: "action",
-        cancellable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-      new ToolOperationDescriptor({
-        name: "serve",
-        semantics: "session",
-        stoppable: true,
-        statusSupported: true,
-        maxConcurrency,
-      }),
-    ],
-  });
+  return cellDescriptor({ endpointId: ENDPOINT, maxConcurrency });
 }
 
 function smallInt(value: unknown, max: number): number {

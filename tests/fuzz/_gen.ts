@@ -35,9 +35,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../../mod.ts";
-
-/** 2^53 − 1. */
-export const MAX = 9007199254740991;
+import { MAX } from "../_helpers.ts";
 
 /** Keys that are dangerous in JavaScript objects, array-index-like keys, and the empty key. */
 export const HOSTILE_KEYS = [

@@ -18,14 +18,8 @@ import {
   toolMessageToEnvelope,
 } from "../../dora.ts";
 import type { ToolEnvelope } from "../../mod.ts";
-import {
-  type AnyTarget,
-  describeError,
-  type FuzzTarget,
-  hex,
-  invariant,
-  unhex,
-} from "./_common.ts";
+import { type AnyTarget, describeError, type FuzzTarget, invariant } from "./_common.ts";
+import { hex, unhex } from "../_helpers.ts";
 import { ENDPOINT, fuzzEndpoint, INSTANCE, type OperationName, requestOf } from "./_endpoint.ts";
 import { buildDouble } from "./ffi.ts";
 

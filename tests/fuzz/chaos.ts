@@ -48,6 +48,7 @@ import {
   toolResultToPayload,
   validateResponseCorrelation,
 } from "../../mod.ts";
+import { cellDescriptor } from "../_helpers.ts";
 import {
   DoraToolEndpointBinding,
   toolEnvelopeToMessage,
@@ -444,27 +445,7 @@ export async function runSchedule(
   };
 
   const handler = new ToolEndpointHandler(
-    new ToolEndpointDescriptor({
-      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-      endpointId: ENDPOINT,
-      operations: [
-        new ToolOperationDescriptor({ name: "detect", semantics: "query" }),
-        new ToolOperationDescriptor({
-          name: "move",
-          semantics: "action",
-          cancellable: true,
-          statusSupported: true,
-          maxConcurrency: schedule.maxConcurrency,
-        }),
-        new ToolOperationDescriptor({
-          name: "serve",
-          semantics: "session",
-          stoppable: true,
-          statusSupported: true,
-          maxConcurrency: schedule.maxConcurrency,
-        }),
-      ],
-    }),
+    cellDescriptor({ endpointId: ENDPOINT, maxConcurrency: schedule.maxConcurrency }),
     {
       endpointInstanceId: INSTANCE,
       maxEarlyEvents: schedule.maxEarlyEvents,

@@ -27,12 +27,11 @@ import {
   type Budget,
   describeError,
   type FuzzTarget,
-  hex,
   invariant,
   runTarget,
   type TargetReport,
-  unhex,
 } from "./_common.ts";
+import { hex, unhex } from "../_helpers.ts";
 import { ENDPOINT, fuzzEndpoint, INSTANCE, requestOf, type RequestSpec } from "./_endpoint.ts";
 import { applyMutations, jsonObjectArb, mutationArb } from "./_gen.ts";
 

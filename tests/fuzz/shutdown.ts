@@ -27,24 +27,22 @@ import {
   makeStatusRequestEnvelope,
   resultResponseFromPayload,
   statusResponseFromPayload,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   type ToolCallOptions,
   ToolContext,
   ToolControlResponse,
-  ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEnvelope,
   ToolEvent,
   type ToolEventEmitter,
   ToolExecutionKey,
   ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolProtocolError,
   ToolRequest,
   ToolResult,
   ToolResultResponse,
 } from "../../mod.ts";
+import { cellDescriptor } from "../_helpers.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolEndpointBinding,
@@ -203,26 +201,7 @@ function makeHandler(background: Set<Promise<unknown>>) {
   const move = new SteeredProvider("move", background);
   const serve = new SteeredProvider("serve", background);
   const handler = new ToolEndpointHandler(
-    new ToolEndpointDescriptor({
-      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
-      endpointId: ENDPOINT,
-      operations: [
-        new ToolOperationDescriptor({
-          name: "move",
-          semantics: "action",
-          cancellable: true,
-          statusSupported: true,
-          maxConcurrency: 8,
-        }),
-        new ToolOperationDescriptor({
-          name: "serve",
-          semantics: "session",
-          stoppable: true,
-          statusSupported: true,
-          maxConcurrency: 8,
-        }),
-      ],
-    }),
+    cellDescriptor({ endpointId: ENDPOINT, query: null, maxConcurrency: 8 }),
     { endpointInstanceId: INSTANCE, maxEarlyEvents: 4, operations: { move, serve } },
   );
   return { handler, providers: { move, serve } };

@@ -21,7 +21,7 @@ import {
 } from "../dora.ts";
 import { createDemoHandler, demoDescriptor } from "../examples/endpoint.ts";
 import { startGatewayLoopback } from "../examples/gateway_loopback.ts";
-import { FakeClock } from "./_fake_clock.ts";
+import { FakeClock } from "./_helpers.ts";
 
 const ENDPOINT = demoDescriptor.endpointId;
 

@@ -15,6 +15,7 @@ import {
   assertProtocolError,
   bytes,
   CODES,
+  concat,
   context,
   EVENT_HEADERS,
   eventText,
@@ -32,18 +33,6 @@ const INT_RANGE = "integer exceeds interoperable range ±9007199254740991";
 /** Decodes a tool.event whose data is the raw JSON `dataJson` and returns the decoded data. */
 function decodeData(dataJson: string): unknown {
   return decodeEnvelope(eventText(dataJson)).payload.data;
-}
-
-/** Concatenates byte arrays. */
-function concat(...parts: (Uint8Array | number[])[]): Uint8Array {
-  const total = parts.reduce((n, part) => n + part.length, 0);
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 /** The length of `value` in code points (Python's `len`). */
@@ -116,26 +105,28 @@ Deno.test("a bad maxMessageBytes is a RangeError", () => {
   const envelope = decodeEnvelope(valid);
   for (const bad of [0, -1, 1.5, true, Number.NaN, Number.POSITIVE_INFINITY, "10"]) {
     const options = { maxMessageBytes: bad as number };
+    const shown = typeof bad === "string" ? `"${bad}"` : String(bad);
+    const rule = "as 'maxMessageBytes' must be a positive integer: current value is " + shown;
     assertThrows(
       () => decodeEnvelope(valid, options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot decode an envelope ${rule}`,
     );
     assertThrows(
       () => decodeEnvelope(bytes(valid), options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot decode an envelope ${rule}`,
     );
     assertThrows(
       () => encodeEnvelope(envelope, options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot encode an envelope ${rule}`,
     );
     // Bytes: the limit is checked before UTF-8.
     assertThrows(
       () => decodeEnvelope(new Uint8Array([0xff]), options),
       RangeError,
-      "max_message_bytes must be a positive integer",
+      `Cannot decode an envelope ${rule}`,
     );
   }
   // Text: the string is encoded (and its scalar values checked) before the limit.
@@ -148,6 +139,10 @@ Deno.test("a bad maxMessageBytes is a RangeError", () => {
     decodeEnvelope(valid, { maxMessageBytes: undefined }).messageType,
     "tool.event",
   );
+  // An absent limit, from plain JavaScript as null too, is the Wire default.
+  const absent = { maxMessageBytes: null as unknown as number };
+  assertStrictEquals(decodeEnvelope(valid, absent).messageType, "tool.event");
+  assertEquals(encodeEnvelope(envelope, absent), bytes(valid));
 });
 
 Deno.test("input kinds: bytes, views, buffers and strings; anything else is a TypeError", () => {

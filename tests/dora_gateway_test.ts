@@ -49,8 +49,7 @@ import {
   type ToolGatewayOptions,
 } from "../dora.ts";
 import { createDemoHandler, demoDescriptor } from "../examples/endpoint.ts";
-import { FakeClock } from "./_fake_clock.ts";
-import { replaceEnvelope } from "./_helpers.ts";
+import { FakeClock, replaceEnvelope } from "./_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: a gateway with two provider routes that the test plays by hand.
@@ -824,7 +823,23 @@ Deno.test("gateway options name the option and the value received", () => {
       `Cannot create a ToolGateway as '${option}' must be a positive integer: current value is ${value}`,
     );
   }
+  assertEquals(
+    assertThrows(() => new ToolGateway(null as never), TypeError).message,
+    "Cannot create a ToolGateway as 'options' must be an object: current value is null",
+  );
+  assertEquals(
+    assertThrows(() => new ToolGateway({ routes: ROUTES, clock: {} as never }), TypeError)
+      .message,
+    "Cannot create a ToolGateway as 'clock' must be an object with now(), setTimeout() and " +
+      "clearTimeout(): current value is [object Object]",
+  );
+  // From plain JavaScript, a null limit is an absent one: the default.
+  new ToolGateway({ routes: ROUTES, maxExecutions: null as unknown as number });
   const gateway = new ToolGateway({ routes: ROUTES });
+  assertEquals(
+    assertThrows(() => gateway.attachRoute("detector", 1 as never), TypeError).message,
+    "Cannot attach a route as 'send' must be a function: current value is 1",
+  );
   assertThrows(() => gateway.attachRoute("nowhere", () => {}), RangeError, "'nowhere'");
   gateway.attachRoute("detector", () => {});
   assertThrows(() => gateway.attachRoute("detector", () => {}), Error, "already attached");

@@ -1,0 +1,37 @@
+// The embedded loopback dataflow's own contract (src/dora/loopback.ts); its use by the runner,
+// the binding and the client is tested with them.
+import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
+import { LoopbackDataflow } from "../src/dora/loopback.ts";
+
+Deno.test("loopback option errors name the option and show the value", () => {
+  const cases: [unknown, string][] = [
+    [null, "'options' must be an object: current value is null"],
+    [{ requestInputId: "" }, `'requestInputId' must be a non-empty string: current value is ""`],
+    [{ requestInputId: 3 }, "'requestInputId' must be a non-empty string: current value is 3"],
+    [{ now: 5 }, "'now' must be a function: current value is 5"],
+    [{ faults: "drop" }, `'faults' must be an object: current value is "drop"`],
+    [{ faults: { input: true } }, "'faults.input' must be a function: current value is true"],
+    [{ faults: { output: 1 } }, "'faults.output' must be a function: current value is 1"],
+  ];
+  for (const [options, rule] of cases) {
+    const error = assertThrows(() => new LoopbackDataflow(options as never), TypeError);
+    assertEquals(error.message, `Cannot create a LoopbackDataflow as ${rule}`);
+  }
+});
+
+Deno.test("a loopback's fault hooks keep their object as this", async () => {
+  const faults = {
+    seen: 0,
+    input(_id: string, data: Uint8Array): readonly Uint8Array[] {
+      this.seen++;
+      return [data];
+    },
+  };
+  const flow = new LoopbackDataflow({ requestInputId: "requests", faults });
+  const delivered = flow.request(new Uint8Array([1]));
+  const event = await flow.transport.nextEvent();
+  await delivered;
+  assertEquals(event?.type === "input" ? event.id : undefined, "requests");
+  assertStrictEquals(faults.seen, 1);
+  await flow.transport.close();
+});
