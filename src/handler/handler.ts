@@ -51,6 +51,7 @@ import {
   validateMessageEnvelope,
 } from "../wire/messages.ts";
 import { pyRepr } from "../_internal/repr.ts";
+import { consoleLogger, type ToolLogger } from "../endpoint/log.ts";
 import { settleWithin, withResolvers } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
@@ -101,6 +102,15 @@ export interface ToolEndpointHandlerOptions {
   readonly enforceDeadlines?: boolean;
   /** The wall clock in Unix epoch milliseconds, for deadlines (default `Date.now`). */
   readonly now?: () => number;
+  /**
+   * Where every provider failure and every handler event is reported, one structured record
+   * each (see the README's "Observability" section for the event names). The binding, the node
+   * runner and the node lifecycle built on this handler report to it too unless given their
+   * own.
+   *
+   * @default {consoleLogger}
+   */
+  readonly logger?: ToolLogger;
 }
 
 /** Options of {@linkcode ToolEndpointHandler.dispatch}. */
@@ -325,6 +335,7 @@ export class ToolEndpointHandler {
   readonly #maxRetained: number;
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
+  readonly #logger: ToolLogger;
   readonly #permits = new Map<string, number>();
   readonly #activeQueries = new Map<string, number>();
   readonly #ledger = new Map<string, ExecutionRecord>();
@@ -440,6 +451,12 @@ export class ToolEndpointHandler {
     }
     this.#enforceDeadlines = options.enforceDeadlines === true;
     this.#now = options.now ?? Date.now;
+    this.#logger = options.logger ?? consoleLogger;
+  }
+
+  /** Where this handler reports (its `logger` option, else {@linkcode consoleLogger}). */
+  get logger(): ToolLogger {
+    return this.#logger;
   }
 
   /** The descriptor this handler serves (the same object). */

@@ -52,7 +52,12 @@
  */
 import { ToolEndpointError, ToolErrorCodes } from "../endpoint/errors.ts";
 import type { JsonObject } from "../_internal/json.ts";
-import { consoleLogger, type ToolLogger, type ToolLogRecord } from "../endpoint/log.ts";
+import {
+  consoleLogger,
+  logSafely as report,
+  type ToolLogger,
+  type ToolLogRecord,
+} from "../endpoint/log.ts";
 import {
   ToolAccepted,
   type ToolContext,
@@ -279,16 +284,6 @@ function booleanOption(value: unknown, fallback: boolean, what: string, option: 
   if (value === undefined) return fallback;
   if (typeof value !== "boolean") throw optionError(what, option, "must be a boolean", value);
   return value;
-}
-
-/** Reports one record; a logger that throws cannot report itself, so the console gets both. */
-function report(logger: ToolLogger, record: ToolLogRecord): void {
-  try {
-    logger(record);
-  } catch (error) {
-    consoleLogger(record);
-    consoleLogger({ level: "error", event: "logger.failed", message: "the logger threw", error });
-  }
 }
 
 function keyFields(context: ToolContext) {
