@@ -51,7 +51,13 @@ import {
   validateMessageEnvelope,
 } from "../wire/messages.ts";
 import { pyRepr } from "../_internal/repr.ts";
-import { consoleLogger, type ToolLogger } from "../endpoint/log.ts";
+import {
+  consoleLogger,
+  logSafely,
+  type ToolLogger,
+  type ToolLogIds,
+  type ToolLogLevel,
+} from "../endpoint/log.ts";
 import { settleWithin, withResolvers } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
@@ -508,6 +514,37 @@ export class ToolEndpointHandler {
         }
       }
     });
+  }
+
+  /** Reports one record to the handler's logger (a throwing logger cannot break the handler). */
+  #log(
+    level: ToolLogLevel,
+    event: string,
+    message: string,
+    ids: ToolLogIds,
+    error?: unknown,
+  ): void {
+    logSafely(
+      this.#logger,
+      error === undefined ? { level, event, message, ...ids } : {
+        level,
+        event,
+        message,
+        ...ids,
+        error,
+      },
+    );
+  }
+
+  /** The identifier fields of records about one execution. */
+  #idsOf(record: ExecutionRecord): ToolLogIds {
+    return {
+      endpointId: this.#descriptor.endpointId,
+      operation: record.operation,
+      invocationId: record.key.invocationId,
+      attemptId: record.key.attemptId,
+      requestId: record.admittedBy,
+    };
   }
 
   /** A snapshot of admission and retention state, for health reporting. */
@@ -1079,7 +1116,11 @@ export class ToolEndpointHandler {
     const execution = record;
     const unlink = this.#linkSignals(execution.abort!, context, execution);
     const emitter = new ExecutionEmitter(
-      { establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase) },
+      {
+        establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase),
+        report: (level, event, message, error) =>
+          this.#log(level, event, message, this.#idsOf(execution), error),
+      },
       context,
       this.#endpointInstanceId,
       this.#maxEarlyEvents,
