@@ -63,6 +63,11 @@ import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
+export {
+  type ToolEndpointMetrics,
+  ToolLatencyHistogram,
+  type ToolOperationMetrics,
+} from "./_metrics.ts";
 
 /**
  * The route headers of a request, what {@linkcode ToolEndpointHandler.validateRequestRoute}

@@ -941,7 +941,9 @@ export interface EndpointDefinitionOptions {
   /** The operations by name, in descriptor order. */
   readonly operations: Readonly<Record<string, ToolOperationDefinition>>;
   /**
-   * Where provider failures are reported.
+   * Where provider failures are reported, by the providers and by the handler
+   * {@linkcode ToolEndpointDefinition.createHandler} builds (unless it is given its own `logger`),
+   * and so by a binding, node or lifecycle serving that handler.
    *
    * @default {consoleLogger}
    */
@@ -1059,6 +1061,8 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
     createHandler(handlerOptions: DefinedHandlerOptions): ToolEndpointHandler {
       return new ToolEndpointHandler(descriptor, {
         ...handlerOptions,
+        // One logger for the providers and the handler, unless the handler is given its own.
+        logger: handlerOptions?.logger ?? logger,
         operations,
         maxRetainedExecutions: maxRetained,
       });
