@@ -1,29 +1,13 @@
 // Helpers of the endpoint node modules (not exported from mod.ts).
+import { optionMessage } from "../_internal/repr.ts";
+
+export { optionMessage };
 
 /** `base` scaled by a uniform factor in `[1 − jitter, 1 + jitter)`. */
 export function jittered(base: number, jitter: number, random: () => number): number {
   const sample = random();
   const unit = Number.isFinite(sample) ? Math.min(Math.max(sample, 0), 1) : 0.5;
   return base * (1 + jitter * (2 * unit - 1));
-}
-
-/**
- * The message of an option error, in one style: "Cannot <action> as '<option>' must be
- * <requirement>: current value is <value>".
- */
-export function optionMessage(
-  action: string,
-  name: string,
-  requirement: string,
-  value: unknown,
-): string {
-  let shown: string;
-  try {
-    shown = typeof value === "string" ? JSON.stringify(value) : String(value);
-  } catch {
-    shown = Object.prototype.toString.call(value);
-  }
-  return `Cannot ${action} as '${name}' must be ${requirement}: current value is ${shown}`;
 }
 
 /**
