@@ -136,6 +136,12 @@ export class ExecutionEmitter implements ToolEventEmitter {
       try {
         await this.#host.establishTerminalForEvent(phase);
       } catch (error) {
+        this.#host.report(
+          "error",
+          "event.terminal_failed",
+          `the ${event.type} event's terminal barrier failed: the event was refused`,
+          error,
+        );
         this.#terminalPending = false;
         if (this.#closed) this.#finish();
         throw error;

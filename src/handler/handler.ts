@@ -50,9 +50,10 @@ import {
   toolResultToPayload,
   validateMessageEnvelope,
 } from "../wire/messages.ts";
-import { pyRepr } from "../_internal/repr.ts";
+import { optionMessage, pyRepr, showValue } from "../_internal/repr.ts";
 import {
   consoleLogger,
+  logIdsOf,
   logSafely,
   type ToolLogger,
   type ToolLogIds,
@@ -61,6 +62,7 @@ import {
 import { settleWithin, withResolvers } from "../_internal/async.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
+import { OperationMeter, type ToolEndpointMetrics, type ToolOperationMetrics } from "./_metrics.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
 export {
@@ -186,6 +188,8 @@ interface ExecutionRecord {
   deadlineTimer: DeadlineTimer | undefined;
   /** Removes the execution's handler-close listener (set while the execution is linked). */
   unlinkLifetime: (() => void) | undefined;
+  /** `performance.now()` at admission (invoked records), for the latency histogram. */
+  readonly admittedAt: number;
 }
 
 const REQUIRED_METHODS: Readonly<Record<string, readonly string[]>> = {
@@ -232,11 +236,44 @@ const UNDELIVERED_UNKNOWN_ERROR = {
  */
 const CONVERGED_EVENT_TYPE = "executor_failed";
 
-function checkPositive(value: unknown, name: string): number {
+const CREATE_HANDLER = "create the handler";
+
+function checkPositive(value: unknown, option: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(`${name} must be a positive integer`);
+    throw new RangeError(optionMessage(CREATE_HANDLER, option, "a positive integer", value));
   }
   return value;
+}
+
+/**
+ * Provider failures answered as a protocol error that are the provider's fault (a changed
+ * terminal record, a backward transition...), logged as such; the other protocol errors of a
+ * status, result or control request (a key bound to another operation, a full ledger, a call
+ * abandoned at close) are the caller's or the handler's.
+ */
+const PROVIDER_FAULTS: ReadonlySet<string> = new Set([
+  ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
+  ToolErrorCodes.ENDPOINT_TERMINAL_MISMATCH,
+  ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
+  ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
+  ToolErrorCodes.CORRELATION_MISMATCH,
+]);
+
+/** The record event of a failed status, result or control request. */
+const REQUEST_FAILED_EVENT: Readonly<Record<string, string>> = {
+  "tool.status.request": "provider.status_failed",
+  "tool.result.request": "provider.result_failed",
+  "tool.control.request": "provider.control_failed",
+};
+
+/** The identifier fields of records about the execution of `context`. */
+function contextIds(endpointId: string, context: ToolContext): ToolLogIds {
+  return {
+    endpointId,
+    operation: context.operation,
+    invocationId: context.executionKey.invocationId,
+    attemptId: context.executionKey.attemptId,
+  };
 }
 
 function protocolErrorResponse(error: ToolProtocolError, request: ToolEnvelope): ToolEnvelope {
@@ -347,6 +384,7 @@ export class ToolEndpointHandler {
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
   readonly #logger: ToolLogger;
+  readonly #meters = new Map<string, OperationMeter>();
   readonly #permits = new Map<string, number>();
   readonly #activeQueries = new Map<string, number>();
   readonly #ledger = new Map<string, ExecutionRecord>();
@@ -371,13 +409,22 @@ export class ToolEndpointHandler {
    */
   constructor(descriptor: ToolEndpointDescriptor, options: ToolEndpointHandlerOptions) {
     if (!(descriptor instanceof ToolEndpointDescriptor)) {
-      throw new TypeError("descriptor must be a ToolEndpointDescriptor");
+      throw new TypeError(
+        optionMessage(CREATE_HANDLER, "descriptor", "a ToolEndpointDescriptor", descriptor),
+      );
     }
     if (descriptor.protocolVersion !== TOOL_ENDPOINT_PROTOCOL) {
-      throw new RangeError(`descriptor.protocol_version must equal '${TOOL_ENDPOINT_PROTOCOL}'`);
+      throw new RangeError(
+        optionMessage(
+          CREATE_HANDLER,
+          "descriptor.protocolVersion",
+          `'${TOOL_ENDPOINT_PROTOCOL}'`,
+          descriptor.protocolVersion,
+        ),
+      );
     }
     if (typeof options !== "object" || options === null) {
-      throw new TypeError("options must be an object");
+      throw new TypeError(optionMessage(CREATE_HANDLER, "options", "an object", options));
     }
     const operations: unknown = options.operations;
     const isMap = operations instanceof Map;
@@ -385,28 +432,14 @@ export class ToolEndpointHandler {
       !isMap &&
       (typeof operations !== "object" || operations === null || Array.isArray(operations))
     ) {
-      throw new TypeError("operations must be a mapping");
+      throw new TypeError(optionMessage(CREATE_HANDLER, "operations", "a mapping", operations));
     }
-    this.#maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "max_early_events");
+    this.#maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "maxEarlyEvents");
     this.#maxRetained = checkPositive(
       options.maxRetainedExecutions ?? 1024,
-      "max_retained_executions",
+      "maxRetainedExecutions",
     );
-    const maxPendingEvents: unknown = options.maxPendingEvents ?? 1024;
-    if (
-      typeof maxPendingEvents !== "number" || !Number.isSafeInteger(maxPendingEvents) ||
-      maxPendingEvents <= 0
-    ) {
-      throw new RangeError(
-        "Cannot create the handler as 'maxPendingEvents' must be a positive integer: " +
-          `current value is ${
-            typeof maxPendingEvents === "string"
-              ? JSON.stringify(maxPendingEvents)
-              : String(maxPendingEvents)
-          }`,
-      );
-    }
-    this.#maxPendingEvents = maxPendingEvents;
+    this.#maxPendingEvents = checkPositive(options.maxPendingEvents ?? 1024, "maxPendingEvents");
     const implementations = new Map<string, ToolEndpointImplementation>();
     const entries = isMap
       ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
@@ -445,10 +478,19 @@ export class ToolEndpointHandler {
     }
     const instance: unknown = options.endpointInstanceId;
     if (typeof instance !== "string" || isBlankInstanceId(instance)) {
-      throw new RangeError("endpoint_instance_id must be a non-empty string");
+      throw new RangeError(
+        optionMessage(CREATE_HANDLER, "endpointInstanceId", "a non-empty string", instance),
+      );
     }
     if (hasLoneSurrogate(instance)) {
-      throw new RangeError("endpoint_instance_id must contain valid Unicode scalar values");
+      throw new RangeError(
+        "Cannot create the handler as 'endpointInstanceId' must contain valid Unicode scalar " +
+          `values: current value is ${JSON.stringify(instance)}`,
+      );
+    }
+    const logger: unknown = options.logger;
+    if (logger !== undefined && typeof logger !== "function") {
+      throw new TypeError(optionMessage(CREATE_HANDLER, "logger", "a function", logger));
     }
     this.#descriptor = descriptor;
     this.#endpointInstanceId = instance;
@@ -462,12 +504,49 @@ export class ToolEndpointHandler {
     }
     this.#enforceDeadlines = options.enforceDeadlines === true;
     this.#now = options.now ?? Date.now;
-    this.#logger = options.logger ?? consoleLogger;
+    this.#logger = (logger as ToolLogger | undefined) ?? consoleLogger;
+    for (const operation of descriptor.operations) {
+      this.#meters.set(operation.name, new OperationMeter());
+    }
   }
 
   /** Where this handler reports (its `logger` option, else {@linkcode consoleLogger}). */
   get logger(): ToolLogger {
     return this.#logger;
+  }
+
+  /**
+   * A snapshot of the per-operation counters and latency histograms (see
+   * {@linkcode ToolOperationMetrics}): invokes admitted and rejected, and admitted executions by
+   * terminal outcome, each counted once, when its outcome is first established (a Query when its
+   * provider answers; an Action or Session when a status or result read, a terminal event, a
+   * failed start or a convergence establishes it). Counting costs a few additions per execution
+   * and never allocates; reading copies the numbers.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { defineEndpoint, defineQuery } from "@forge/tool";
+   * const handler = defineEndpoint({
+   *   endpointId: "vision.yolo",
+   *   operations: { detect: defineQuery(() => ({ objects: [] })) },
+   * }).createHandler({ endpointInstanceId: "yolo-1" });
+   * const detect = handler.metrics.operations.detect;
+   * assertEquals([detect.admitted, detect.succeeded, detect.latency.count], [0, 0, 0]);
+   * assertEquals(detect.latency.p99, undefined);
+   * ```
+   */
+  get metrics(): ToolEndpointMetrics {
+    const operations: Record<string, ToolOperationMetrics> = {};
+    for (const [name, meter] of this.#meters) operations[name] = meter.snapshot();
+    return Object.freeze({ operations: Object.freeze(operations) });
+  }
+
+  /** Counts the terminal outcome of an invoked execution, the first time it is established. */
+  #counted(record: ExecutionRecord, result: ToolResult): void {
+    if (record.invoked) {
+      this.#meters.get(record.operation)!.finish(result.status, record.admittedAt);
+    }
   }
 
   /** The descriptor this handler serves (the same object). */
@@ -489,7 +568,7 @@ export class ToolEndpointHandler {
    * Calls `listener` after an Action or Session admission permit was taken or released, so a
    * health reporter sees `busy` and `ready` when they happen rather than on its next period.
    * Calls are coalesced to one per microtask turn and made outside the handler's own work; a
-   * listener that throws is logged to the console and stays subscribed. Query calls are not
+   * listener that throws is logged (`handler.watcher_failed`) and stays subscribed. Query calls are not
    * signalled (they begin and end inside `dispatch`: check after it). Returns the unsubscribe;
    * `EndpointNodeLifecycle` subscribes its health reporter's `check()` this way.
    */
@@ -515,7 +594,13 @@ export class ToolEndpointHandler {
         try {
           watcher();
         } catch (error) {
-          console.error("ToolEndpointHandler: a watchState listener failed:", error);
+          this.#log(
+            "error",
+            "handler.watcher_failed",
+            "a watchState listener failed; it stays subscribed",
+            { endpointId: this.#descriptor.endpointId },
+            error,
+          );
         }
       }
     });
@@ -538,6 +623,16 @@ export class ToolEndpointHandler {
         ...ids,
         error,
       },
+    );
+  }
+
+  /** Reports a provider's pre-acceptance rejection (a `ToolEndpointError`), at `info`. */
+  #logRejected(method: "query" | "start", error: ToolError, ids: ToolLogIds): void {
+    this.#log(
+      "info",
+      "provider.rejected",
+      `${method}() rejected the invoke: ${error.code}: ${error.message}`,
+      ids,
     );
   }
 
@@ -742,7 +837,19 @@ export class ToolEndpointHandler {
       if (error instanceof ToolEndpointError) {
         return [makeErrorResponseEnvelope(error.error, request)];
       }
-      if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
+      const isProtocol = error instanceof ToolProtocolError;
+      if (!isProtocol || PROVIDER_FAULTS.has(error.code)) {
+        this.#log(
+          "error",
+          REQUEST_FAILED_EVENT[request.messageType],
+          `answering ${request.messageType} failed through the provider: ${
+            isProtocol ? "it is answered with a protocol error" : "it is not answered"
+          }`,
+          logIdsOf(request),
+          error,
+        );
+      }
+      if (isProtocol) return [protocolErrorResponse(error, request)];
       throw error;
     }
   }
@@ -814,7 +921,18 @@ export class ToolEndpointHandler {
         publications.add(record.emitter!.finished);
       }
     }
-    if (this.#inFlight.size > 0) this.#abandon.abort(ABANDONED);
+    if (this.#inFlight.size > 0) {
+      const count = this.#inFlight.size;
+      this.#log(
+        "warn",
+        "handler.calls_abandoned",
+        `close() abandoned ${count} provider call${
+          count === 1 ? "" : "s"
+        } still pending after its grace`,
+        { endpointId: this.#descriptor.endpointId },
+      );
+      this.#abandon.abort(ABANDONED);
+    }
     for (const dispatch of this.#dispatches) publications.add(dispatch);
     // Then let the answers and the terminal events themselves be produced before close() returns.
     await settleWithin(publications, graceMs);
@@ -966,9 +1084,11 @@ export class ToolEndpointHandler {
   ): Promise<void> {
     let event: ToolEvent | undefined;
     if (record.result === undefined) {
+      this.#log("warn", "execution.unknown", error.message, this.#idsOf(record));
       const toolError = new ToolError(error);
       const result = new ToolResult({ status: "unknown", error: toolError });
       record.result = result;
+      this.#counted(record, result);
       record.status = new ToolExecutionStatus({ phase: "unknown", error: toolError });
       this.#releasePermit(record);
       this.#clearDeadline(record);
@@ -982,7 +1102,7 @@ export class ToolEndpointHandler {
     try {
       await record.emitter!.converge(event);
     } catch {
-      // The sink's owner saw and reported the failure; close() only bounds the wait.
+      // Reported as event.sink_failed by the emitter; close() only bounds the wait.
     }
   }
 
@@ -994,13 +1114,20 @@ export class ToolEndpointHandler {
     operation: ToolOperationDescriptor,
   ): Promise<ToolEnvelope> {
     const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
+    const meter = this.#meters.get(operation.name)!;
     const refusal = this.#admissionRefusal(context);
-    if (refusal !== undefined) return makeInvokeResponseEnvelope(refusal, request);
+    if (refusal !== undefined) {
+      meter.rejected++;
+      return makeInvokeResponseEnvelope(refusal, request);
+    }
     // Beyond the reference, which runs every Query at once: a Query holds one of the operation's
     // max_concurrency slots while its provider call is in progress.
     if (this.#activeQueries.get(operation.name)! >= operation.maxConcurrency) {
+      meter.rejected++;
       return makeInvokeResponseEnvelope(atCapacity(operation), request);
     }
+    meter.admitted++;
+    const admittedAt = performance.now();
     const provider = this.#implementations.get(operation.name) as QueryToolEndpoint;
     const controller = new AbortController();
     const unlink = this.#linkSignals(controller, context);
@@ -1013,9 +1140,12 @@ export class ToolEndpointHandler {
       result = await call;
     } catch (error) {
       if (error instanceof ToolEndpointError) {
+        meter.rejected++;
+        this.#logRejected("query", error.error, logIdsOf(request));
         return makeInvokeResponseEnvelope(error.error, request);
       }
       if (error === ABANDONED) {
+        meter.finish("unknown", admittedAt);
         // The query may have had effects: its outcome is unknown, not a rejection.
         return makeInvokeResponseEnvelope(
           new ToolResult({
@@ -1030,6 +1160,7 @@ export class ToolEndpointHandler {
         );
       }
       if (controller.signal.aborted && this.#deadlinePassed(context)) {
+        meter.finish("failed", admittedAt);
         return makeInvokeResponseEnvelope(
           new ToolResult({
             status: "failed",
@@ -1042,14 +1173,34 @@ export class ToolEndpointHandler {
           request,
         );
       }
+      meter.finish("failed", admittedAt);
+      this.#log(
+        "error",
+        "provider.query_failed",
+        "query() failed; the request is not answered",
+        logIdsOf(request),
+        error,
+      );
       throw error;
     } finally {
       unlink();
       this.#activeQueries.set(operation.name, this.#activeQueries.get(operation.name)! - 1);
     }
     if (!(result instanceof ToolResult)) {
-      throw new TypeError("QueryToolEndpoint.query() must return a ToolResult");
+      const error = new TypeError(
+        `QueryToolEndpoint.query() must return a ToolResult: current value is ${showValue(result)}`,
+      );
+      meter.finish("failed", admittedAt);
+      this.#log(
+        "error",
+        "provider.query_failed",
+        "query() returned no ToolResult; the request is not answered",
+        logIdsOf(request),
+        error,
+      );
+      throw error;
     }
+    meter.finish(result.status, admittedAt);
     return makeInvokeResponseEnvelope(result, request);
   }
 
@@ -1081,12 +1232,18 @@ export class ToolEndpointHandler {
       }
       return [await this.#replay(record, request, options.signal)];
     }
+    const meter = this.#meters.get(operation.name)!;
     const refusal = this.#admissionRefusal(context);
-    if (refusal !== undefined) return [makeInvokeResponseEnvelope(refusal, request)];
+    if (refusal !== undefined) {
+      meter.rejected++;
+      return [makeInvokeResponseEnvelope(refusal, request)];
+    }
     if (this.#permits.get(operation.name)! >= operation.maxConcurrency) {
+      meter.rejected++;
       return [makeInvokeResponseEnvelope(atCapacity(operation), request)];
     }
     if (!this.#makeRoom()) {
+      meter.rejected++;
       return [
         makeInvokeResponseEnvelope(
           rejection(
@@ -1114,8 +1271,10 @@ export class ToolEndpointHandler {
       abort: new AbortController(),
       deadlineTimer: undefined,
       unlinkLifetime: undefined,
+      admittedAt: performance.now(),
     };
     this.#ledger.set(key.id, record);
+    meter.admitted++;
     this.#permits.set(operation.name, this.#permits.get(operation.name)! + 1);
     this.#stateChanged();
     const execution = record;
@@ -1146,7 +1305,11 @@ export class ToolEndpointHandler {
         ? start
         : raceAbort(start, this.#callerFanout(callerSignal)));
       if (!(accepted instanceof ToolAccepted)) {
-        throw new TypeError("Tool endpoint start() must return a ToolAccepted");
+        throw new TypeError(
+          `Tool endpoint start() must return a ToolAccepted: current value is ${
+            showValue(accepted)
+          }`,
+        );
       }
       if (emitter.overflowed) {
         throw new ToolProtocolError(
@@ -1156,6 +1319,12 @@ export class ToolEndpointHandler {
       }
     } catch (error) {
       if (callerSignal?.aborted && error === callerSignal.reason) {
+        this.#log(
+          "warn",
+          "execution.caller_aborted",
+          "the dispatch was abandoned while start() ran; the execution converged to unknown",
+          this.#idsOf(execution),
+        );
         this.#convergeUnknown(execution);
         execution.abort!.abort(callerSignal.reason);
         unlink();
@@ -1166,11 +1335,20 @@ export class ToolEndpointHandler {
         if (execution.result !== undefined) {
           this.#settle(execution, execution.result);
         } else {
+          meter.rejected++;
+          this.#logRejected("start", error.error, this.#idsOf(execution));
           this.#releasePermit(execution);
           this.#clearDeadline(execution);
           this.#settle(execution, error.error);
         }
       } else {
+        this.#log(
+          "error",
+          "provider.start_failed",
+          "start() failed after dispatch; the execution converged to unknown",
+          this.#idsOf(execution),
+          error,
+        );
         this.#convergeUnknown(execution);
       }
       unlink();
@@ -1240,7 +1418,16 @@ export class ToolEndpointHandler {
     const unlinkLifetime = this.#onLifetimeEnd.subscribe((reason) => controller.abort(reason));
     let timer: DeadlineTimer | undefined;
     if (this.#enforceDeadlines && context.deadlineMs !== undefined) {
-      timer = atDeadline(context.deadlineMs, this.#now, () => {
+      const deadlineMs = context.deadlineMs;
+      timer = atDeadline(deadlineMs, this.#now, () => {
+        this.#log(
+          "warn",
+          "execution.deadline_exceeded",
+          `deadline_ms ${deadlineMs} passed: the provider's signal aborted`,
+          record === undefined
+            ? contextIds(this.#descriptor.endpointId, context)
+            : this.#idsOf(record),
+        );
         controller.abort(new DOMException("deadline_ms passed", "TimeoutError"));
       });
       if (record !== undefined) record.deadlineTimer = timer;
@@ -1301,6 +1488,7 @@ export class ToolEndpointHandler {
     const error = new ToolError(UNKNOWN_START_ERROR);
     const result = new ToolResult({ status: "unknown", error });
     record.result = result;
+    this.#counted(record, result);
     record.status = new ToolExecutionStatus({ phase: "unknown", error });
     this.#releasePermit(record);
     this.#clearDeadline(record);
@@ -1371,6 +1559,7 @@ export class ToolEndpointHandler {
       abort: undefined,
       deadlineTimer: undefined,
       unlinkLifetime: undefined,
+      admittedAt: 0,
     };
     this.#ledger.set(key.id, record);
     return record;
@@ -1406,6 +1595,7 @@ export class ToolEndpointHandler {
       );
     }
     record.status = status;
+    if (record.result === undefined) this.#counted(record, result);
     record.result = result;
     if (!record.invoked) this.#settle(record, result);
     this.#releasePermit(record);
@@ -1519,7 +1709,11 @@ export class ToolEndpointHandler {
       >;
       response = await this.#call(() => provider[method](key, reason, this.#callOptions()));
       if (!(response instanceof ToolControlResponse)) {
-        throw new TypeError(`Tool endpoint ${method}() must return a ToolControlResponse`);
+        throw new TypeError(
+          `Tool endpoint ${method}() must return a ToolControlResponse: current value is ${
+            showValue(response)
+          }`,
+        );
       }
     }
     const control = response as ToolControlResponse;
