@@ -11,7 +11,6 @@ import {
 } from "@std/assert";
 import {
   ToolAccepted,
-  ToolControlResponse,
   ToolEndpointError,
   ToolEndpointHandler,
   ToolError,
