@@ -9,6 +9,7 @@ import {
   EndpointRegistration,
   EndpointRegistry,
   makeRegistrationEnvelope,
+  ToolAccepted,
   type ToolLogger,
   type ToolLogRecord,
   ToolResult,
@@ -21,7 +22,15 @@ import {
   ToolGateway,
 } from "../dora.ts";
 import { FakeClock } from "./_fake_clock.ts";
-import { INSTANCE, invokeFor, QUERY, queryDescriptor, queryHandler } from "./_handler_fakes.ts";
+import {
+  ACTION,
+  actionHandler,
+  INSTANCE,
+  invokeFor,
+  QUERY,
+  queryDescriptor,
+  queryHandler,
+} from "./_handler_fakes.ts";
 
 /** A logger that keeps every record. */
 function recorder(): { readonly records: ToolLogRecord[]; readonly logger: ToolLogger } {
@@ -88,6 +97,29 @@ Deno.test("binding: its own logger option wins over the handler's, and onError r
     TypeError,
     "Cannot create the binding as 'logger' must be a function: current value is 5",
   );
+});
+
+Deno.test("binding: an acceptance too large to send is reported once, as undelivered, with the handler's execution.unknown", async () => {
+  const { toolEnvelopeToMessage } = await import("../dora.ts");
+  const { records, logger } = recorder();
+  const handler = actionHandler({
+    start: () => new ToolAccepted({ details: { blob: "x".repeat(2048) } }),
+    cancel: () => {},
+    status: () => {},
+    result: () => {},
+  }, { logger });
+  const binding = new DoraToolEndpointBinding(handler, {
+    maxMessageBytes: 1024,
+    eventSink: () => {},
+  });
+  await binding.dispatchInput(toolEnvelopeToMessage(invokeFor(ACTION)));
+  assertEquals(events(records), ["warn execution.unknown", "error binding.acceptance_undelivered"]);
+  assertEquals(records[1].requestId, "request-1");
+  assertEquals(
+    ((records[1].error as Error).cause as { code?: string }).code,
+    "FORGE_PROTOCOL_MESSAGE_TOO_LARGE",
+  );
+  assertEquals(handler.metrics.operations.move.unknown, 1);
 });
 
 Deno.test("registry: a throwing onChange is a registry.listener_failed record", () => {

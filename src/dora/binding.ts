@@ -348,16 +348,19 @@ export class DoraToolEndpointBinding {
     codec: OutputCodec<T>,
     response: ToolEnvelope,
     request: ToolEnvelope,
+    reportFailure = true,
   ): { readonly message: T; readonly failure?: unknown } {
     try {
       return { message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }) };
     } catch (error) {
-      this.#report(
-        "binding.response_unencodable",
-        `the ${response.messageType} could not be encoded; a correlated tool.error answers instead`,
-        error,
-        request,
-      );
+      if (reportFailure) {
+        this.#report(
+          "binding.response_unencodable",
+          `the ${response.messageType} could not be encoded; a correlated tool.error answers instead`,
+          error,
+          request,
+        );
+      }
       const fallback = error instanceof ToolProtocolError
         ? correlatedProtocolError(error, request, this.#maxMessageBytes)
         : correlatedInternalError(request);
@@ -667,7 +670,8 @@ export class DoraToolEndpointBinding {
       gate.resolve();
     };
     try {
-      const response = this.#encodeResponse(codec, messages[0], request);
+      // An acceptance that cannot be encoded is reported once, as undelivered (its cause).
+      const response = this.#encodeResponse(codec, messages[0], request, false);
       if ("failure" in response) {
         // The caller gets a correlated tool.error, not the acceptance: the execution must not
         // keep running behind it, and none of its events may follow the error.
