@@ -626,16 +626,6 @@ export class ToolEndpointHandler {
     );
   }
 
-  /** Reports a provider's pre-acceptance rejection (a `ToolEndpointError`), at `info`. */
-  #logRejected(method: "query" | "start", error: ToolError, ids: ToolLogIds): void {
-    this.#log(
-      "info",
-      "provider.rejected",
-      `${method}() rejected the invoke: ${error.code}: ${error.message}`,
-      ids,
-    );
-  }
-
   /** The identifier fields of records about one execution. */
   #idsOf(record: ExecutionRecord): ToolLogIds {
     return {
@@ -1141,7 +1131,6 @@ export class ToolEndpointHandler {
     } catch (error) {
       if (error instanceof ToolEndpointError) {
         meter.rejected++;
-        this.#logRejected("query", error.error, logIdsOf(request));
         return makeInvokeResponseEnvelope(error.error, request);
       }
       if (error === ABANDONED) {
@@ -1336,7 +1325,6 @@ export class ToolEndpointHandler {
           this.#settle(execution, execution.result);
         } else {
           meter.rejected++;
-          this.#logRejected("start", error.error, this.#idsOf(execution));
           this.#releasePermit(execution);
           this.#clearDeadline(execution);
           this.#settle(execution, error.error);
