@@ -1271,8 +1271,15 @@ export class ToolEndpointHandler {
     const emitter = new ExecutionEmitter(
       {
         establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase),
+        // A call the handler abandoned at close() is the shutdown's doing, not a provider failure.
         report: (level, event, message, error) =>
-          this.#log(level, event, message, this.#idsOf(execution), error),
+          this.#log(
+            error === ABANDONED ? "warn" : level,
+            event,
+            message,
+            this.#idsOf(execution),
+            error,
+          ),
       },
       context,
       this.#endpointInstanceId,
