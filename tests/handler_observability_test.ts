@@ -221,6 +221,22 @@ Deno.test("a terminal barrier failure inside emit: event.terminal_failed, and em
   );
 });
 
+Deno.test("a terminal barrier cut short by close(): event.terminal_failed as a warning", async () => {
+  const { records, logger } = recorder();
+  const action = new RecordingAction();
+  const handler = actionHandler(action, { logger });
+  await handler.dispatch(invokeFor(ACTION), { eventSink: () => {} });
+  action.result = () => new Promise(() => {});
+  const terminal = action.emitter!.emit(new ToolEvent({ type: "executor_completed" }));
+  await handler.close({ graceMs: 0 });
+  await assertRejects(() => terminal, ToolProtocolError, "closed before the provider answered");
+  assertEquals(events(records), [
+    "warn execution.unknown",
+    "warn handler.calls_abandoned",
+    "warn event.terminal_failed",
+  ]);
+});
+
 Deno.test("a sink that rejects: event.sink_failed with the sink's error", async () => {
   const { records, logger } = recorder();
   const action = new RecordingAction();
