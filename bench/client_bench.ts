@@ -2,11 +2,12 @@
  * The caller side: a Query through {@linkcode ToolEndpointClient} against the same Query written
  * by hand over `handler.dispatch` (fresh ids, the invoke envelope, dispatch, the response payload
  * decoded), measured in the same run; the client's target is at most 1.5× that baseline. Also an
- * Action invoke + result through the client, and a Query over the loopback dataflow (Arrow IPC
- * bytes both ways, the endpoint served by `serveToolEndpoint`) for the cost of the carrier hop.
- *
- * TODO(lead): once the gateway lands, add the full caller → gateway → provider → caller round
- * trip over the loopback (IPC bytes on both hops) as a case of the "client over loopback" group.
+ * Action invoke + result through the client; a Query over the loopback dataflow (Arrow IPC bytes
+ * both ways, the endpoint served by `serveToolEndpoint`) for the cost of the carrier hop; and the
+ * full round trip through a {@linkcode ToolGateway}: caller → gateway → provider → caller, both
+ * from a caller in the gateway's process (`gateway.connect()`, IPC bytes on the provider hop) and
+ * from a Dora caller of the gateway node (`examples/gateway_loopback.ts`: the dataflow of
+ * `gateway_dataflow.yml` on three loopback dataflows, IPC bytes on both hops).
  */
 import {
   InProcessToolClientTransport,
@@ -26,7 +27,14 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
-import { LoopbackDataflow, LoopbackToolClientTransport, serveToolEndpoint } from "../dora.ts";
+import {
+  DoraToolClientTransport,
+  LoopbackDataflow,
+  LoopbackToolClientTransport,
+  serveToolEndpoint,
+  ToolGateway,
+} from "../dora.ts";
+import { startGatewayLoopback } from "../examples/gateway_loopback.ts";
 
 const ENDPOINT = "vision.yolo";
 const INSTANCE = "yolo-1";
@@ -158,5 +166,56 @@ Deno.bench({
   group: "client over loopback",
   async fn() {
     await loopbackClient.query("detect", ARGS);
+  },
+});
+
+// The full round trip through a ToolGateway. A caller in the gateway's process: the gateway
+// routes by endpoint id and forwards IPC bytes to the provider on its route, which registered
+// with the gateway's Registry.
+const inProcessGateway = new ToolGateway({ routes: { detector: ENDPOINT } });
+const routeFlow = new LoopbackDataflow();
+void serveToolEndpoint(makeHandler(), { transport: routeFlow.transport, lifecycle: true });
+void inProcessGateway.serveLoopbackRoute("detector", routeFlow);
+const gatewayClient = new ToolEndpointClient({
+  transport: inProcessGateway.connect(),
+  endpointId: ENDPOINT,
+  descriptor,
+});
+
+// A Dora caller of the gateway node: planner → gateway → provider → gateway → planner, each hop
+// one ToolMessage as Arrow IPC bytes between two loopback dataflows.
+const gatewayNode = new ToolGateway({ routes: { detector: ENDPOINT } });
+const dataflow = startGatewayLoopback({
+  gateway: gatewayNode,
+  handler: makeHandler(),
+  serve: { lifecycle: true },
+});
+const plannerClient = new ToolEndpointClient({
+  transport: new DoraToolClientTransport(dataflow.planner),
+  endpointId: ENDPOINT,
+  descriptor,
+});
+
+for (let turn = 0; turn < 1000; turn++) {
+  if (
+    inProcessGateway.registry.lookup(ENDPOINT) !== undefined &&
+    gatewayNode.registry.lookup(ENDPOINT) !== undefined
+  ) break;
+  await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+Deno.bench({
+  name: "ToolEndpointClient.query through gateway.connect() (IPC to the provider and back)",
+  group: "client over loopback",
+  async fn() {
+    await gatewayClient.query("detect", ARGS);
+  },
+});
+
+Deno.bench({
+  name: "ToolEndpointClient.query through the gateway node (IPC bytes on both hops)",
+  group: "client over loopback",
+  async fn() {
+    await plannerClient.query("detect", ARGS);
   },
 });

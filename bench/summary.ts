@@ -4,8 +4,9 @@
  * `JSON.parse`/`JSON.stringify`, the execution ledger against a bare `Map`, a Query round trip with
  * 50,000 hung Queries pending against one with none, the fast carrier codec against apache-arrow's
  * generic path, the fast codec at 64 KiB against the Wire codec, and the client's Query against
- * the same Query dispatched by hand. The Wire, carrier and client ratios
- * are checked against the targets they are held to.
+ * the same Query dispatched by hand, and the client's Query through the gateway (in process, and
+ * as a Dora caller of the gateway node) against the client's Query in process. The Wire, carrier
+ * and client ratios are checked against the targets they are held to.
  *
  * ```sh
  * deno task bench                                  # every suite in bench/
@@ -272,8 +273,26 @@ function keyRatios(report: BenchReport): KeyRatio[] {
       suite: "client",
       measure: "client Query over the loopback (IPC both ways) / handler.dispatch by hand",
       value: ratio(
-        avg(report, "client over loopback", "ToolEndpointClient"),
+        avg(report, "client over loopback", "ToolEndpointClient.query over the loopback"),
         avg(report, "client over loopback", "handler.dispatch"),
+      ),
+      unit: "cost",
+    },
+    {
+      suite: "client",
+      measure: "client Query through gateway.connect() (IPC to the provider) / client in process",
+      value: ratio(
+        avg(report, "client over loopback", "ToolEndpointClient.query through gateway.connect"),
+        avg(report, "client query", "ToolEndpointClient"),
+      ),
+      unit: "cost",
+    },
+    {
+      suite: "client",
+      measure: "client Query through the gateway node (IPC both hops) / client in process",
+      value: ratio(
+        avg(report, "client over loopback", "ToolEndpointClient.query through the gateway node"),
+        avg(report, "client query", "ToolEndpointClient"),
       ),
       unit: "cost",
     },

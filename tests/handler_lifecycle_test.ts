@@ -1069,8 +1069,11 @@ test("a query whose deadline passes while it runs fails with DEADLINE_EXCEEDED",
 
 test("an accepted action's signal aborts at its deadline", async () => {
   const action = new Scripted();
-  const handler = cell({ action }, { enforceDeadlines: true, now: Date.now });
-  await handler.dispatch(invokeFor(CA, { deadlineMs: Date.now() + 30 }));
+  // The handler's clock stands still, so only the real 30 ms timer can end the execution: a
+  // stall of the shared machine before the timer is armed cannot make the deadline pass early.
+  const frozen = Date.now();
+  const handler = cell({ action }, { enforceDeadlines: true, now: () => frozen });
+  await handler.dispatch(invokeFor(CA, { deadlineMs: frozen + 30 }));
   const signal = action.signals[0];
   assert(!signal.aborted);
   await deadline(
@@ -1473,9 +1476,12 @@ test("finished executions leave no abort listeners behind", async () => {
 
 test("a finished execution's deadline timer is cleared", async () => {
   // Rejected, unknown and terminal executions: their signals never abort at the deadline.
+  // A manual clock: the invokes are admitted before the deadline however slow the machine is;
+  // the clock then moves past it while the (real) deadline timers run out.
+  let now = 1_000_000;
   const action = new Scripted();
-  const handler = cell({ action }, { enforceDeadlines: true, now: Date.now });
-  const deadlineMs = Date.now() + 30;
+  const handler = cell({ action }, { enforceDeadlines: true, now: () => now });
+  const deadlineMs = now + 30;
   action.onStart = () => {
     throw new ToolEndpointError(new ToolError({ code: "NO", message: "not admitted" }));
   };
@@ -1488,6 +1494,7 @@ test("a finished execution's deadline timer is cleared", async () => {
   acceptedOutcome((await handler.dispatch(invokeFor(CA, { deadlineMs, invocationId: "c" })))[0]);
   action.done.add(new ToolExecutionKey({ invocationId: "c", attemptId: "attempt-1" }).id);
   statusOf((await handler.dispatch(statusFor(CA, { invocationId: "c" })))[0]);
-  await delay(Math.max(0, deadlineMs - Date.now()) + 30);
+  now = deadlineMs + 1;
+  await delay(60);
   assertEquals(action.signals.map((signal) => signal.aborted), [false, false, false]);
 });

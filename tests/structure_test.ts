@@ -83,8 +83,7 @@ Deno.test("structure: a _file.ts is imported only from its own folder", async ()
     const name = edge.to.slice(edge.to.lastIndexOf("/") + 1);
     return name.startsWith("_") && folderOf(edge.to) !== folderOf(edge.from);
   }).map((edge) => `${edge.from} -> ${edge.to}`);
-  // FifoLock lives in a handler file another change is editing; it moves to src/_internal/ next.
-  assertEquals(crossing, ["dora/binding.ts -> handler/_emitter.ts"]);
+  assertEquals(crossing, []);
 });
 
 Deno.test("structure: src/_internal imports only itself and the constants", async () => {

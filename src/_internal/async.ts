@@ -42,3 +42,17 @@ export async function settleWithin(
     clearTimeout(timer);
   }
 }
+
+/** A first-in first-out async lock. */
+export class FifoLock {
+  #tail: Promise<void> = Promise.resolve();
+
+  /** Waits for every earlier holder, then returns the release function. */
+  acquire(): Promise<() => void> {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const previous = this.#tail;
+    this.#tail = previous.then(() => held);
+    return previous.then(() => release);
+  }
+}

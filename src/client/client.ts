@@ -228,7 +228,10 @@ export interface ToolInvocation extends AsyncDisposable {
   readonly key: ToolExecutionKey;
   /** The context the invoke carried. */
   readonly context: ToolContext;
-  /** The provider instance the invocation is pinned to, or `undefined`. */
+  /**
+   * The provider instance the invocation is pinned to, or `undefined` (the invoke named none;
+   * its events are then taken from the instance the first one came from).
+   */
   readonly endpointInstanceId: string | undefined;
   /**
    * The invoke's answer: the acceptance, or a terminal result the endpoint answered at once;
@@ -253,7 +256,10 @@ export interface ToolInvocation extends AsyncDisposable {
   status(): Promise<ToolExecutionStatus>;
   /**
    * The terminal result: from the terminal event (then one result request), else by polling the
-   * result with capped backoff. `unknown` is a terminal outcome like any other.
+   * result with capped backoff. `unknown` is a terminal outcome like any other. A retryable
+   * `tool.error` answer to a poll (a gateway whose lease on the instance expired) rejects the
+   * waiting calls with its {@linkcode ToolCallError}; the invocation stays open and polling
+   * goes on, so a later call resolves once the endpoint answers again.
    */
   result(): Promise<ToolResult>;
   /** Sends `cancel` (an Action) and returns the endpoint's control answer. */
@@ -1087,7 +1093,7 @@ export class ToolEndpointClient {
     const request = invocation.request;
     if (
       message.endpointId !== request.endpointId || message.operation !== request.operation ||
-      message.endpointInstanceId !== request.endpointInstanceId
+      !invocation.fromInstance(message.endpointInstanceId)
     ) {
       this.#counters.mismatched++;
       return;
@@ -1145,7 +1151,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   readonly #core: ClientCore;
   readonly #timeoutMs: number;
   readonly #buffer: EventBuffer;
-  readonly #outcome = withResolvers<ToolResult>();
+  #outcome = withResolvers<ToolResult>();
   readonly #signal: AbortSignal | undefined;
   #unlinkSignal: (() => void) | undefined;
   #terminal: ToolResult | undefined;
@@ -1155,6 +1161,8 @@ class Invocation implements ToolInvocation, EventBufferHost {
   #pendingWake: Wake | undefined;
   #controlSent = false;
   #tailTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The instance events must come from: the addressed one, else the first event's. */
+  #eventInstanceId: string | undefined;
 
   constructor(
     core: ClientCore,
@@ -1170,6 +1178,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
     this.context = context;
     this.request = request;
     this.endpointInstanceId = request.endpointInstanceId;
+    this.#eventInstanceId = request.endpointInstanceId;
     this.semantics = semantics === "query" ? undefined : semantics;
     this.#timeoutMs = timeoutMs;
     this.#buffer = new EventBuffer(this, config.maxBufferedEvents, config.reorderWindowMs);
@@ -1251,6 +1260,18 @@ class Invocation implements ToolInvocation, EventBufferHost {
     if (response.result !== undefined) this.#settleTerminal(response.result);
     else this.#linkSignal();
     return this;
+  }
+
+  /**
+   * Whether an event of `endpointInstanceId` belongs to this execution. An invoke sent without an
+   * instance (a gateway that fills it in, such as a Dora caller of a ToolGateway node) learns it
+   * from the first event: events carry the instance that runs the execution, and one execution
+   * has one.
+   */
+  fromInstance(endpointInstanceId: string | undefined): boolean {
+    if (endpointInstanceId === undefined) return false;
+    this.#eventInstanceId ??= endpointInstanceId;
+    return endpointInstanceId === this.#eventInstanceId;
   }
 
   pushEvent(sequence: number, event: ToolEvent): PushOutcome {
@@ -1474,7 +1495,21 @@ class Invocation implements ToolInvocation, EventBufferHost {
         backoff = pollIntervalMs;
         continue;
       }
-      const response = unwrap(await this.#resultRequest());
+      let response: ToolResultResponse;
+      try {
+        response = unwrap(await this.#resultRequest());
+      } catch (error) {
+        if (!(error instanceof ToolCallError) || !error.retryable) throw error;
+        // The endpoint is away for now (a gateway whose lease on it expired, a provider at
+        // capacity) and the execution may still run: the waiting result() calls get the error,
+        // the invocation stays open (its events keep arriving) and the watch polls on.
+        const waiting = this.#outcome;
+        this.#outcome = withResolvers<ToolResult>();
+        this.#outcome.promise.catch(() => undefined);
+        waiting.reject(error);
+        backoff = Math.min(backoff * 2, maxPollIntervalMs);
+        continue;
+      }
       if (response.status === "available" && response.result !== undefined) {
         this.#settleTerminal(response.result);
         return;

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { withResolvers } from "../_internal/async.ts";
+import { FifoLock, withResolvers } from "../_internal/async.ts";
 import type { RecordBatch } from "apache-arrow";
 import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "apache-arrow";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
@@ -18,7 +18,6 @@ import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
 import { ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
 import { logIdsOf, logSafely, type ToolLogger } from "../endpoint/log.ts";
-import { FifoLock } from "../handler/_emitter.ts";
 import { checkByteLimit } from "../wire/codec.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";

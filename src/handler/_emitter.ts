@@ -1,9 +1,9 @@
 /**
- * The execution-bound event emitter handed to `start()`, and the FIFO lock it publishes under.
+ * The execution-bound event emitter handed to `start()`.
  *
  * @module
  */
-import { withResolvers } from "../_internal/async.ts";
+import { FifoLock, withResolvers } from "../_internal/async.ts";
 import type { TerminalExecutionPhase } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { type ToolContext, ToolEvent } from "../endpoint/models.ts";
@@ -13,20 +13,6 @@ import { makeEventEnvelope } from "../wire/factories.ts";
 
 /** Publishes one `tool.event` envelope; the handler awaits it in sequence order. */
 export type ToolEventSink = (event: ToolEnvelope) => void | PromiseLike<void>;
-
-/** A first-in first-out async lock. */
-export class FifoLock {
-  #tail: Promise<void> = Promise.resolve();
-
-  /** Waits for every earlier holder, then returns the release function. */
-  acquire(): Promise<() => void> {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const previous = this.#tail;
-    this.#tail = previous.then(() => held);
-    return previous.then(() => release);
-  }
-}
 
 /** The terminal event types and the execution phase each establishes. */
 export const TERMINAL_EVENT_PHASE: Readonly<Record<string, TerminalExecutionPhase>> = Object

@@ -5,28 +5,16 @@
  *
  * @module
  */
-import {
-  type TerminalExecutionPhase,
-  TOOL_ENDPOINT_PROTOCOL,
-  type ToolControlCommand,
-} from "../endpoint/constants.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../endpoint/constants.ts";
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { deepEqual } from "../_internal/json.ts";
 import { hasLoneSurrogate, isBlankInstanceId } from "../_internal/text.ts";
 import {
-  isTerminalPhase,
-  ToolAccepted,
   type ToolContext,
-  ToolControlResponse,
   ToolEndpointDescriptor,
   ToolError,
-  ToolEvent,
   ToolExecutionKey,
-  ToolExecutionStatus,
   type ToolOperationDescriptor,
   ToolResult,
-  ToolResultResponse,
-  validateExecutionResult,
 } from "../endpoint/models.ts";
 import type {
   ActionToolEndpoint,
@@ -43,13 +31,7 @@ import {
   makeResultResponseEnvelope,
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
-import {
-  controlRequestFromPayload,
-  invokeRequestFromEnvelope,
-  type InvokeResponse,
-  toolResultToPayload,
-  validateMessageEnvelope,
-} from "../wire/messages.ts";
+import { invokeRequestFromEnvelope, validateMessageEnvelope } from "../wire/messages.ts";
 import { optionMessage, pyRepr, showValue } from "../_internal/repr.ts";
 import {
   consoleLogger,
@@ -59,8 +41,10 @@ import {
   type ToolLogIds,
   type ToolLogLevel,
 } from "../endpoint/log.ts";
-import { settleWithin, withResolvers } from "../_internal/async.ts";
-import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+import { settleWithin } from "../_internal/async.ts";
+import type { ToolEventSink } from "./_emitter.ts";
+import { atCapacity, ExecutionLedger, type ExecutionRecord } from "./_ledger.ts";
+import { ExecutionLifecycle } from "./_lifecycle.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 import { OperationMeter, type ToolEndpointMetrics, type ToolOperationMetrics } from "./_metrics.ts";
 
@@ -169,29 +153,6 @@ export interface ToolEndpointHandlerState {
   readonly saturated: boolean;
 }
 
-/** One Action/Session execution known to the handler (an admitted invoke or an observation). */
-interface ExecutionRecord {
-  readonly keyId: string;
-  readonly key: ToolExecutionKey;
-  readonly operation: string;
-  readonly invoked: boolean;
-  /** The `request_id` of the invoke that admitted the execution (invoked records only). */
-  readonly admittedBy: string | undefined;
-  permitHeld: boolean;
-  outcome: InvokeResponse | undefined;
-  ready: PromiseWithResolvers<void> | undefined;
-  settled: boolean;
-  status: ToolExecutionStatus | undefined;
-  result: ToolResult | undefined;
-  emitter: ExecutionEmitter | undefined;
-  abort: AbortController | undefined;
-  deadlineTimer: DeadlineTimer | undefined;
-  /** Removes the execution's handler-close listener (set while the execution is linked). */
-  unlinkLifetime: (() => void) | undefined;
-  /** `performance.now()` at admission (invoked records), for the latency histogram. */
-  readonly admittedAt: number;
-}
-
 const REQUIRED_METHODS: Readonly<Record<string, readonly string[]>> = {
   query: ["query"],
   action: ["start", "cancel", "status", "result"],
@@ -203,38 +164,6 @@ const ABANDONED = new ToolProtocolError(
   ToolErrorCodes.ENDPOINT_UNAVAILABLE,
   "the endpoint handler closed before the provider answered",
 );
-
-const UNKNOWN_START_ERROR = {
-  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
-  message: "Start failed after dispatch; the execution outcome cannot be recovered",
-  retryable: false,
-} as const;
-
-/** Why an accepted execution still running when close()'s grace ran out ended as `unknown`. */
-const SHUTDOWN_UNKNOWN_ERROR = {
-  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
-  message:
-    "the endpoint shut down before the execution reached a terminal state; its outcome cannot be recovered",
-  retryable: false,
-} as const;
-
-/** Why an execution whose acceptance never reached the caller ended as `unknown`. */
-const UNDELIVERED_UNKNOWN_ERROR = {
-  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
-  message:
-    "the invoke response could not be published; the execution was aborted and its outcome cannot be recovered",
-  retryable: false,
-} as const;
-
-/**
- * The terminal event published for an execution the handler converged to `unknown` itself.
- * The protocol has no `unknown` event type; `executor_failed` is the one terminal event that
- * claims no outcome the provider never reported (`cancelled` or `stopped` would claim the work
- * ended, `executor_completed` that it succeeded). Its data says what was established:
- * `{"phase": "unknown", "result": <the unknown ToolResult>}`; status and result, the
- * authoritative record (PROTOCOL.md 10.3), read `unknown`.
- */
-const CONVERGED_EVENT_TYPE = "executor_failed";
 
 const CREATE_HANDLER = "create the handler";
 
@@ -290,15 +219,6 @@ function protocolErrorResponse(error: ToolProtocolError, request: ToolEnvelope):
 
 function rejection(code: string, message: string, retryable: boolean): ToolError {
   return new ToolError({ code, message, retryable });
-}
-
-/** The retryable rejection of an invoke while its operation runs `max_concurrency` executions. */
-function atCapacity(operation: ToolOperationDescriptor): ToolError {
-  return rejection(
-    ToolErrorCodes.ENDPOINT_CAPACITY,
-    `operation '${operation.name}' is at max_concurrency`,
-    true,
-  );
 }
 
 /** True for the four execution request types (those with a paired response). */
@@ -378,16 +298,14 @@ export class ToolEndpointHandler {
   readonly #endpointInstanceId: string;
   readonly #implementations: ReadonlyMap<string, ToolEndpointImplementation>;
   readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
-  readonly #maxEarlyEvents: number;
-  readonly #maxPendingEvents: number;
-  readonly #maxRetained: number;
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
   readonly #logger: ToolLogger;
-  readonly #meters = new Map<string, OperationMeter>();
-  readonly #permits = new Map<string, number>();
+  /** The counters of Query operations (the ledger keeps those of Actions and Sessions). */
+  readonly #queryMeters = new Map<string, OperationMeter>();
   readonly #activeQueries = new Map<string, number>();
-  readonly #ledger = new Map<string, ExecutionRecord>();
+  readonly #ledger: ExecutionLedger;
+  readonly #lifecycle: ExecutionLifecycle;
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #dispatches = new Set<Promise<unknown>>();
   readonly #lifetime = new AbortController();
@@ -434,12 +352,12 @@ export class ToolEndpointHandler {
     ) {
       throw new TypeError(optionMessage(CREATE_HANDLER, "operations", "a mapping", operations));
     }
-    this.#maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "maxEarlyEvents");
-    this.#maxRetained = checkPositive(
+    const maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "maxEarlyEvents");
+    const maxRetained = checkPositive(
       options.maxRetainedExecutions ?? 1024,
       "maxRetainedExecutions",
     );
-    this.#maxPendingEvents = checkPositive(options.maxPendingEvents ?? 1024, "maxPendingEvents");
+    const maxPendingEvents = checkPositive(options.maxPendingEvents ?? 1024, "maxPendingEvents");
     const implementations = new Map<string, ToolEndpointImplementation>();
     const entries = isMap
       ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
@@ -492,22 +410,54 @@ export class ToolEndpointHandler {
     if (logger !== undefined && typeof logger !== "function") {
       throw new TypeError(optionMessage(CREATE_HANDLER, "logger", "a function", logger));
     }
+    this.#logger = (logger as ToolLogger | undefined) ?? consoleLogger;
     this.#descriptor = descriptor;
     this.#endpointInstanceId = instance;
     this.#implementations = implementations;
     this.#operations = new Map(
       descriptor.operations.map((operation) => [operation.name, operation]),
     );
+    const executing: string[] = [];
     for (const operation of descriptor.operations) {
-      if (operation.semantics === "query") this.#activeQueries.set(operation.name, 0);
-      else this.#permits.set(operation.name, 0);
+      if (operation.semantics === "query") {
+        this.#activeQueries.set(operation.name, 0);
+        this.#queryMeters.set(operation.name, new OperationMeter());
+      } else {
+        executing.push(operation.name);
+      }
     }
+    this.#ledger = new ExecutionLedger(executing, maxRetained, () => this.#stateChanged());
+    this.#lifecycle = new ExecutionLifecycle(this.#ledger, {
+      endpointInstanceId: instance,
+      maxEarlyEvents,
+      maxPendingEvents,
+      provider: (name) =>
+        this.#implementations.get(name) as ActionToolEndpoint | SessionToolEndpoint,
+      call: (fn) => this.#call(fn),
+      callOptions: () => this.#callOptions(),
+      admissionRefusal: (context) => this.#admissionRefusal(context),
+      linkSignals: (controller, context, record) => this.#linkSignals(controller, context, record),
+      callerFanout: (signal) => this.#callerFanout(signal),
+      endpointId: descriptor.endpointId,
+      log: (level, event, message, ids, error) => this.#log(level, event, message, ids, error),
+    });
     this.#enforceDeadlines = options.enforceDeadlines === true;
     this.#now = options.now ?? Date.now;
-    this.#logger = (logger as ToolLogger | undefined) ?? consoleLogger;
-    for (const operation of descriptor.operations) {
-      this.#meters.set(operation.name, new OperationMeter());
-    }
+  }
+
+  /** The descriptor this handler serves (the same object). */
+  get descriptor(): ToolEndpointDescriptor {
+    return this.#descriptor;
+  }
+
+  /** This handler's provider instance. */
+  get endpointInstanceId(): string {
+    return this.#endpointInstanceId;
+  }
+
+  /** The declared operation names, in descriptor order. */
+  get operationNames(): readonly string[] {
+    return this.#descriptor.operations.map((operation) => operation.name);
   }
 
   /** Where this handler reports (its `logger` option, else {@linkcode consoleLogger}). */
@@ -538,30 +488,34 @@ export class ToolEndpointHandler {
    */
   get metrics(): ToolEndpointMetrics {
     const operations: Record<string, ToolOperationMetrics> = {};
-    for (const [name, meter] of this.#meters) operations[name] = meter.snapshot();
+    for (const { name, semantics } of this.#descriptor.operations) {
+      const meter = semantics === "query" ? this.#queryMeters.get(name)! : this.#ledger.meter(name);
+      operations[name] = meter.snapshot();
+    }
     return Object.freeze({ operations: Object.freeze(operations) });
   }
 
-  /** Counts the terminal outcome of an invoked execution, the first time it is established. */
-  #counted(record: ExecutionRecord, result: ToolResult): void {
-    if (record.invoked) {
-      this.#meters.get(record.operation)!.finish(result.status, record.admittedAt);
-    }
-  }
-
-  /** The descriptor this handler serves (the same object). */
-  get descriptor(): ToolEndpointDescriptor {
-    return this.#descriptor;
-  }
-
-  /** This handler's provider instance. */
-  get endpointInstanceId(): string {
-    return this.#endpointInstanceId;
-  }
-
-  /** The declared operation names, in descriptor order. */
-  get operationNames(): readonly string[] {
-    return this.#descriptor.operations.map((operation) => operation.name);
+  /**
+   * Reports one record to the handler's logger (a throwing logger cannot break the handler). A
+   * provider call the handler abandoned at close() is the shutdown's doing: never an error.
+   */
+  #log(
+    level: ToolLogLevel,
+    event: string,
+    message: string,
+    ids: ToolLogIds,
+    error?: unknown,
+  ): void {
+    logSafely(
+      this.#logger,
+      error === undefined ? { level, event, message, ...ids } : {
+        level: error === ABANDONED && level === "error" ? "warn" : level,
+        event,
+        message,
+        ...ids,
+        error,
+      },
+    );
   }
 
   /**
@@ -606,44 +560,14 @@ export class ToolEndpointHandler {
     });
   }
 
-  /** Reports one record to the handler's logger (a throwing logger cannot break the handler). */
-  #log(
-    level: ToolLogLevel,
-    event: string,
-    message: string,
-    ids: ToolLogIds,
-    error?: unknown,
-  ): void {
-    logSafely(
-      this.#logger,
-      error === undefined ? { level, event, message, ...ids } : {
-        level,
-        event,
-        message,
-        ...ids,
-        error,
-      },
-    );
-  }
-
-  /** The identifier fields of records about one execution. */
-  #idsOf(record: ExecutionRecord): ToolLogIds {
-    return {
-      endpointId: this.#descriptor.endpointId,
-      operation: record.operation,
-      invocationId: record.key.invocationId,
-      attemptId: record.key.attemptId,
-      requestId: record.admittedBy,
-    };
-  }
-
   /** A snapshot of admission and retention state, for health reporting. */
   get state(): ToolEndpointHandlerState {
     const permitsInUse: Record<string, number> = {};
     const maxConcurrency: Record<string, number> = {};
     let active = 0;
-    let saturated = this.#permits.size > 0;
-    for (const [name, count] of this.#permits) {
+    const permits = this.#ledger.permits;
+    let saturated = permits.size > 0;
+    for (const [name, count] of permits) {
       permitsInUse[name] = count;
       const maximum = this.#operations.get(name)!.maxConcurrency;
       maxConcurrency[name] = maximum;
@@ -662,7 +586,7 @@ export class ToolEndpointHandler {
       activeQueries: Object.freeze(activeQueries),
       activeInvocations: active,
       retainedExecutions: this.#ledger.size,
-      maxRetainedExecutions: this.#maxRetained,
+      maxRetainedExecutions: this.#ledger.maxRetained,
       saturated,
     });
   }
@@ -799,7 +723,7 @@ export class ToolEndpointHandler {
     if (request.messageType === "tool.invoke.request") {
       return operation.semantics === "query"
         ? [await this.#invokeQuery(request, operation)]
-        : await this.#invokeStart(request, operation, options);
+        : await this.#lifecycle.start(request, operation, options.eventSink, options.signal);
     }
     if (operation.semantics === "query") {
       throw new ToolProtocolError(
@@ -815,12 +739,19 @@ export class ToolEndpointHandler {
     try {
       switch (request.messageType) {
         case "tool.status.request":
-          return [makeStatusResponseEnvelope(await this.#status(key, operation), request)];
+          return [
+            makeStatusResponseEnvelope(await this.#lifecycle.status(key, operation), request),
+          ];
         case "tool.result.request":
-          return [makeResultResponseEnvelope(await this.#result(key, operation), request)];
+          return [
+            makeResultResponseEnvelope(await this.#lifecycle.result(key, operation), request),
+          ];
         default:
           return [
-            makeControlResponseEnvelope(await this.#control(request, key, operation), request),
+            makeControlResponseEnvelope(
+              await this.#lifecycle.control(request, key, operation),
+              request,
+            ),
           ];
       }
     } catch (error) {
@@ -893,9 +824,9 @@ export class ToolEndpointHandler {
     if (!this.#closed) {
       this.#closed = true;
       this.#lifetime.abort(new DOMException("the endpoint handler closed", "AbortError"));
-      for (const record of this.#ledger.values()) this.#clearDeadline(record);
+      for (const record of this.#ledger.records()) this.#ledger.unlink(record);
     }
-    const executions = this.#unfinishedExecutions();
+    const executions = this.#lifecycle.unfinishedExecutions();
     // Calls an earlier close() abandoned are not waited for again.
     const waiting = new Set<Promise<unknown>>(this.#abandon.signal.aborted ? [] : this.#inFlight);
     for (const record of executions) waiting.add(record.emitter!.finished);
@@ -904,12 +835,7 @@ export class ToolEndpointHandler {
     // event; pending provider calls are abandoned, so every request waiting on one is answered.
     const publications = new Set<Promise<unknown>>();
     for (const record of executions) {
-      if (record.emitter!.isFinished) continue;
-      if (this.#isRunningAcceptance(record)) {
-        publications.add(this.#convergeAccepted(record, SHUTDOWN_UNKNOWN_ERROR, true));
-      } else {
-        publications.add(record.emitter!.finished);
-      }
+      if (!record.emitter!.isFinished) publications.add(this.#lifecycle.shutDown(record));
     }
     if (this.#inFlight.size > 0) {
       const count = this.#inFlight.size;
@@ -1030,70 +956,7 @@ export class ToolEndpointHandler {
       invocationId: request.invocationId,
       attemptId: request.attemptId,
     });
-    const record = this.#ledger.get(key.id);
-    if (
-      record === undefined || record.operation !== operation.name || !record.invoked ||
-      record.admittedBy !== request.requestId || !(record.outcome instanceof ToolAccepted) ||
-      record.emitter === undefined
-    ) return false;
-    record.abort?.abort(
-      new DOMException("the invoke response could not be published", "AbortError"),
-    );
-    void this.#convergeAccepted(record, UNDELIVERED_UNKNOWN_ERROR, false);
-    record.outcome = record.result;
-    return true;
-  }
-
-  /** Admitted executions whose event progression has not ended (at most the ledger's bound). */
-  #unfinishedExecutions(): ExecutionRecord[] {
-    const executions: ExecutionRecord[] = [];
-    for (const record of this.#ledger.values()) {
-      if (record.invoked && record.emitter !== undefined && !record.emitter.isFinished) {
-        executions.push(record);
-      }
-    }
-    return executions;
-  }
-
-  /** True for an accepted execution with no terminal result yet. */
-  #isRunningAcceptance(record: ExecutionRecord): boolean {
-    return record.settled && record.outcome instanceof ToolAccepted && record.result === undefined;
-  }
-
-  /**
-   * Ends an accepted execution the handler gives up on: unless a terminal result exists, status
-   * and result become `unknown` with `error` and the permit is released; then the emitter closes,
-   * publishing the `unknown` terminal event when `publish` is set. Resolves once that event was
-   * published; a failed publication is swallowed here (close() bounds the wait; the sink's owner
-   * reports it).
-   */
-  async #convergeAccepted(
-    record: ExecutionRecord,
-    error: typeof SHUTDOWN_UNKNOWN_ERROR | typeof UNDELIVERED_UNKNOWN_ERROR,
-    publish: boolean,
-  ): Promise<void> {
-    let event: ToolEvent | undefined;
-    if (record.result === undefined) {
-      this.#log("warn", "execution.unknown", error.message, this.#idsOf(record));
-      const toolError = new ToolError(error);
-      const result = new ToolResult({ status: "unknown", error: toolError });
-      record.result = result;
-      this.#counted(record, result);
-      record.status = new ToolExecutionStatus({ phase: "unknown", error: toolError });
-      this.#releasePermit(record);
-      this.#clearDeadline(record);
-      if (publish) {
-        event = new ToolEvent({
-          type: CONVERGED_EVENT_TYPE,
-          data: { phase: "unknown", result: toolResultToPayload(result) },
-        });
-      }
-    }
-    try {
-      await record.emitter!.converge(event);
-    } catch {
-      // Reported as event.sink_failed by the emitter; close() only bounds the wait.
-    }
+    return this.#lifecycle.abandon(key, operation.name, request.requestId);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1104,7 +967,7 @@ export class ToolEndpointHandler {
     operation: ToolOperationDescriptor,
   ): Promise<ToolEnvelope> {
     const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
-    const meter = this.#meters.get(operation.name)!;
+    const meter = this.#queryMeters.get(operation.name)!;
     const refusal = this.#admissionRefusal(context);
     if (refusal !== undefined) {
       meter.rejected++;
@@ -1114,7 +977,7 @@ export class ToolEndpointHandler {
     // max_concurrency slots while its provider call is in progress.
     if (this.#activeQueries.get(operation.name)! >= operation.maxConcurrency) {
       meter.rejected++;
-      return makeInvokeResponseEnvelope(atCapacity(operation), request);
+      return makeInvokeResponseEnvelope(atCapacity(operation.name), request);
     }
     meter.admitted++;
     const admittedAt = performance.now();
@@ -1130,6 +993,7 @@ export class ToolEndpointHandler {
       result = await call;
     } catch (error) {
       if (error instanceof ToolEndpointError) {
+        // A provider's rejection is an answer, not a failure: counted, not logged.
         meter.rejected++;
         return makeInvokeResponseEnvelope(error.error, request);
       }
@@ -1196,191 +1060,6 @@ export class ToolEndpointHandler {
   // -------------------------------------------------------------------------------------------
   // Action and Session start
 
-  async #invokeStart(
-    request: ToolEnvelope,
-    operation: ToolOperationDescriptor,
-    options: DispatchOptions,
-  ): Promise<readonly ToolEnvelope[]> {
-    const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
-    const key = context.executionKey;
-    let record = this.#ledger.get(key.id);
-    if (record !== undefined) {
-      if (record.operation !== operation.name) throw executionConflict();
-      this.#touch(record);
-      if (!record.invoked && record.outcome === undefined) {
-        return [
-          makeInvokeResponseEnvelope(
-            rejection(
-              ToolErrorCodes.ENDPOINT_EXECUTION_ALREADY_OBSERVED,
-              "execution key has existing provider state but no replayable invoke outcome",
-              false,
-            ),
-            request,
-          ),
-        ];
-      }
-      return [await this.#replay(record, request, options.signal)];
-    }
-    const meter = this.#meters.get(operation.name)!;
-    const refusal = this.#admissionRefusal(context);
-    if (refusal !== undefined) {
-      meter.rejected++;
-      return [makeInvokeResponseEnvelope(refusal, request)];
-    }
-    if (this.#permits.get(operation.name)! >= operation.maxConcurrency) {
-      meter.rejected++;
-      return [makeInvokeResponseEnvelope(atCapacity(operation), request)];
-    }
-    if (!this.#makeRoom()) {
-      meter.rejected++;
-      return [
-        makeInvokeResponseEnvelope(
-          rejection(
-            ToolErrorCodes.ENDPOINT_CAPACITY,
-            "execution retention is full of active records",
-            true,
-          ),
-          request,
-        ),
-      ];
-    }
-    record = {
-      keyId: key.id,
-      key,
-      operation: operation.name,
-      invoked: true,
-      admittedBy: request.requestId,
-      permitHeld: true,
-      outcome: undefined,
-      ready: withResolvers<void>(),
-      settled: false,
-      status: undefined,
-      result: undefined,
-      emitter: undefined,
-      abort: new AbortController(),
-      deadlineTimer: undefined,
-      unlinkLifetime: undefined,
-      admittedAt: performance.now(),
-    };
-    this.#ledger.set(key.id, record);
-    meter.admitted++;
-    this.#permits.set(operation.name, this.#permits.get(operation.name)! + 1);
-    this.#stateChanged();
-    const execution = record;
-    const unlink = this.#linkSignals(execution.abort!, context, execution);
-    const emitter = new ExecutionEmitter(
-      {
-        establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase),
-        // A call the handler abandoned at close() is the shutdown's doing, not a provider failure.
-        report: (level, event, message, error) =>
-          this.#log(
-            error === ABANDONED ? "warn" : level,
-            event,
-            message,
-            this.#idsOf(execution),
-            error,
-          ),
-      },
-      context,
-      this.#endpointInstanceId,
-      this.#maxEarlyEvents,
-      this.#maxPendingEvents,
-      options.eventSink,
-    );
-    execution.emitter = emitter;
-    const provider = this.#implementations.get(operation.name) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const callerSignal = options.signal;
-    let accepted: unknown;
-    try {
-      const start = this.#call(() =>
-        provider.start(toolRequest, context, emitter, { signal: execution.abort!.signal })
-      );
-      accepted = await (callerSignal === undefined
-        ? start
-        : raceAbort(start, this.#callerFanout(callerSignal)));
-      if (!(accepted instanceof ToolAccepted)) {
-        throw new TypeError(
-          `Tool endpoint start() must return a ToolAccepted: current value is ${
-            showValue(accepted)
-          }`,
-        );
-      }
-      if (emitter.overflowed) {
-        throw new ToolProtocolError(
-          ToolErrorCodes.ENDPOINT_EARLY_EVENT_BUFFER_OVERFLOW,
-          `Tool endpoint emitted more than ${this.#maxEarlyEvents} events before acceptance`,
-        );
-      }
-    } catch (error) {
-      if (callerSignal?.aborted && error === callerSignal.reason) {
-        this.#log(
-          "warn",
-          "execution.caller_aborted",
-          "the dispatch was abandoned while start() ran; the execution converged to unknown",
-          this.#idsOf(execution),
-        );
-        this.#convergeUnknown(execution);
-        execution.abort!.abort(callerSignal.reason);
-        unlink();
-        throw error;
-      }
-      if (error instanceof ToolEndpointError) {
-        emitter.reject();
-        if (execution.result !== undefined) {
-          this.#settle(execution, execution.result);
-        } else {
-          meter.rejected++;
-          this.#releasePermit(execution);
-          this.#clearDeadline(execution);
-          this.#settle(execution, error.error);
-        }
-      } else {
-        this.#log(
-          "error",
-          "provider.start_failed",
-          "start() failed after dispatch; the execution converged to unknown",
-          this.#idsOf(execution),
-          error,
-        );
-        this.#convergeUnknown(execution);
-      }
-      unlink();
-      return [makeInvokeResponseEnvelope(execution.outcome!, request)];
-    }
-    let outcome: InvokeResponse;
-    if (execution.result !== undefined) {
-      outcome = execution.result;
-    } else {
-      if (execution.status === undefined) {
-        execution.status = new ToolExecutionStatus({
-          phase: "accepted",
-          details: accepted.details,
-        });
-      }
-      outcome = accepted;
-    }
-    this.#settle(execution, outcome);
-    const early = emitter.accept();
-    return [makeInvokeResponseEnvelope(outcome, request), ...early];
-  }
-
-  async #replay(
-    record: ExecutionRecord,
-    request: ToolEnvelope,
-    signal: AbortSignal | undefined,
-  ): Promise<ToolEnvelope> {
-    if (!record.settled) {
-      const ready = record.ready!.promise;
-      await (signal === undefined ? ready : raceAbort(ready, this.#callerFanout(signal)));
-    }
-    if (record.outcome === undefined) {
-      throw new Error("Execution record became ready without an outcome");
-    }
-    return makeInvokeResponseEnvelope(record.outcome, request);
-  }
-
   /** Why a new execution cannot be admitted now (closed, or deadline passed), if it cannot. */
   #admissionRefusal(context: ToolContext): ToolError | undefined {
     if (this.#closed) {
@@ -1419,9 +1098,10 @@ export class ToolEndpointHandler {
           "warn",
           "execution.deadline_exceeded",
           `deadline_ms ${deadlineMs} passed: the provider's signal aborted`,
-          record === undefined
-            ? contextIds(this.#descriptor.endpointId, context)
-            : this.#idsOf(record),
+          {
+            ...contextIds(this.#descriptor.endpointId, context),
+            requestId: record?.admittedBy,
+          },
         );
         controller.abort(new DOMException("deadline_ms passed", "TimeoutError"));
       });
@@ -1432,14 +1112,6 @@ export class ToolEndpointHandler {
       unlinkLifetime();
       if (record === undefined) timer?.clear();
     };
-  }
-
-  /** Ends the record's links: its deadline timer and its handler-close listener. */
-  #clearDeadline(record: ExecutionRecord): void {
-    record.unlinkLifetime?.();
-    record.unlinkLifetime = undefined;
-    record.deadlineTimer?.clear();
-    record.deadlineTimer = undefined;
   }
 
   /** The fan-out of a caller's abort signal (one listener on it however many calls wait). */
@@ -1466,310 +1138,7 @@ export class ToolEndpointHandler {
     return raceAbort(promise, this.#onAbandon);
   }
 
-  #settle(record: ExecutionRecord, outcome: InvokeResponse): void {
-    record.outcome = outcome;
-    record.settled = true;
-    record.ready?.resolve();
-  }
-
-  /** The unknown convergence of a start that failed after dispatch; never retried. */
-  #convergeUnknown(record: ExecutionRecord): void {
-    record.emitter?.reject();
-    if (record.result !== undefined) {
-      // A terminal result established during start() survives a later failure.
-      this.#settle(record, record.result);
-      return;
-    }
-    const error = new ToolError(UNKNOWN_START_ERROR);
-    const result = new ToolResult({ status: "unknown", error });
-    record.result = result;
-    this.#counted(record, result);
-    record.status = new ToolExecutionStatus({ phase: "unknown", error });
-    this.#releasePermit(record);
-    this.#clearDeadline(record);
-    this.#settle(record, result);
-  }
-
-  #releasePermit(record: ExecutionRecord): void {
-    if (!record.permitHeld) return;
-    record.permitHeld = false;
-    const count = this.#permits.get(record.operation)! - 1;
-    if (count < 0) throw new Error("Execution admission permit count became negative");
-    this.#permits.set(record.operation, count);
-    this.#stateChanged();
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // The ledger
-
-  #touch(record: ExecutionRecord): void {
-    this.#ledger.delete(record.keyId);
-    this.#ledger.set(record.keyId, record);
-  }
-
-  /** Evicts least-recently-used evictable records until one more fits; false when none can go. */
-  #makeRoom(): boolean {
-    while (this.#ledger.size >= this.#maxRetained) {
-      let victim: ExecutionRecord | undefined;
-      for (const record of this.#ledger.values()) {
-        if (!record.permitHeld && (!record.invoked || record.settled)) {
-          victim = record;
-          break;
-        }
-      }
-      if (victim === undefined) return false;
-      this.#ledger.delete(victim.keyId);
-      this.#clearDeadline(victim);
-    }
-    return true;
-  }
-
-  /** The record a status or result observation is stored in (created when missing). */
-  #observationRecord(key: ToolExecutionKey, operation: string): ExecutionRecord {
-    const existing = this.#ledger.get(key.id);
-    if (existing !== undefined) {
-      if (existing.operation !== operation) throw executionConflict();
-      this.#touch(existing);
-      return existing;
-    }
-    if (!this.#makeRoom()) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_RETENTION_FULL,
-        "execution retention is full of active records",
-      );
-    }
-    const record: ExecutionRecord = {
-      keyId: key.id,
-      key,
-      operation,
-      invoked: false,
-      admittedBy: undefined,
-      permitHeld: false,
-      outcome: undefined,
-      ready: undefined,
-      settled: false,
-      status: undefined,
-      result: undefined,
-      emitter: undefined,
-      abort: undefined,
-      deadlineTimer: undefined,
-      unlinkLifetime: undefined,
-      admittedAt: 0,
-    };
-    this.#ledger.set(key.id, record);
-    return record;
-  }
-
-  #recordStatus(key: ToolExecutionKey, operation: string, status: ToolExecutionStatus): void {
-    const record = this.#observationRecord(key, operation);
-    checkTransition(record.status, status);
-    record.status = status;
-  }
-
-  #recordTerminal(
-    key: ToolExecutionKey,
-    operation: string,
-    status: ToolExecutionStatus,
-    result: ToolResult,
-    closeEmitter: boolean,
-  ): void {
-    try {
-      validateExecutionResult(status, result);
-    } catch (error) {
-      if (error instanceof RangeError || error instanceof TypeError) {
-        throw new ToolProtocolError(ToolErrorCodes.ENDPOINT_TERMINAL_MISMATCH, error.message);
-      }
-      throw error;
-    }
-    const record = this.#observationRecord(key, operation);
-    checkTransition(record.status, status);
-    if (record.result !== undefined && !deepEqual(record.result, result)) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
-        "provider returned a different immutable terminal result",
-      );
-    }
-    record.status = status;
-    if (record.result === undefined) this.#counted(record, result);
-    record.result = result;
-    if (!record.invoked) this.#settle(record, result);
-    this.#releasePermit(record);
-    this.#clearDeadline(record);
-    if (closeEmitter) record.emitter?.closeTerminal();
-  }
-
-  async #terminalForEvent(record: ExecutionRecord, phase: TerminalExecutionPhase): Promise<void> {
-    const provider = this.#implementations.get(record.operation) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const response = await this.#call(() => provider.result(record.key, this.#callOptions()));
-    if (!(response instanceof ToolResultResponse)) {
-      throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
-    }
-    if (response.status !== "available" || response.result === undefined) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
-        "provider emitted a terminal event before its authoritative result",
-      );
-    }
-    const result = response.result;
-    const status = new ToolExecutionStatus(
-      phase === "failed" || phase === "unknown"
-        ? { phase, error: result.error! }
-        : { phase } as ConstructorParameters<typeof ToolExecutionStatus>[0],
-    );
-    if (this.#ledger.get(record.keyId) === undefined) {
-      throw new Error("Tool event has no execution record");
-    }
-    this.#recordTerminal(record.key, record.operation, status, result, false);
-  }
-
   #callOptions(): ToolCallOptions {
     return { signal: this.#lifetime.signal };
   }
-
-  // -------------------------------------------------------------------------------------------
-  // Status, result, control
-
-  async #status(
-    key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolExecutionStatus> {
-    const cached = this.#ledger.get(key.id)?.status;
-    if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
-    const provider = this.#implementations.get(operation.name) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const status = await this.#call(() => provider.status(key, this.#callOptions()));
-    if (!(status instanceof ToolExecutionStatus)) {
-      throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
-    }
-    if (isTerminalPhase(status.phase)) {
-      const response = await this.#call(() => provider.result(key, this.#callOptions()));
-      if (!(response instanceof ToolResultResponse)) {
-        throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
-      }
-      if (response.status !== "available" || response.result === undefined) {
-        throw new ToolProtocolError(
-          ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
-          "provider exposed a terminal phase before its authoritative result",
-        );
-      }
-      this.#recordTerminal(key, operation.name, status, response.result, true);
-    } else {
-      this.#recordStatus(key, operation.name, status);
-    }
-    return status;
-  }
-
-  async #result(
-    key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolResultResponse> {
-    const retained = this.#ledger.get(key.id)?.result;
-    if (retained !== undefined) {
-      return new ToolResultResponse({ status: "available", result: retained });
-    }
-    const provider = this.#implementations.get(operation.name) as
-      | ActionToolEndpoint
-      | SessionToolEndpoint;
-    const response = await this.#call(() => provider.result(key, this.#callOptions()));
-    if (!(response instanceof ToolResultResponse)) {
-      throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
-    }
-    if (response.status === "available" && response.result !== undefined) {
-      const status = await this.#call(() => provider.status(key, this.#callOptions()));
-      if (!(status instanceof ToolExecutionStatus)) {
-        throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
-      }
-      this.#recordTerminal(key, operation.name, status, response.result, true);
-    }
-    return response;
-  }
-
-  async #control(
-    request: ToolEnvelope,
-    key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolControlResponse> {
-    const { command, reason } = controlRequestFromPayload(request.payload);
-    let response: unknown;
-    const method = controlMethod(command, operation);
-    if (method === undefined) {
-      response = new ToolControlResponse({ command, status: "unsupported" });
-    } else {
-      const provider = this.#implementations.get(operation.name) as unknown as Record<
-        string,
-        (key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) => unknown
-      >;
-      response = await this.#call(() => provider[method](key, reason, this.#callOptions()));
-      if (!(response instanceof ToolControlResponse)) {
-        throw new TypeError(
-          `Tool endpoint ${method}() must return a ToolControlResponse: current value is ${
-            showValue(response)
-          }`,
-        );
-      }
-    }
-    const control = response as ToolControlResponse;
-    if (control.command !== command) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.CORRELATION_MISMATCH,
-        "provider control response command does not match request",
-        "payload.response.command",
-      );
-    }
-    if (control.status === "accepted") {
-      const record = this.#ledger.get(key.id);
-      record?.abort?.abort(
-        new DOMException(`a ${command} control was accepted`, "AbortError"),
-      );
-    }
-    return control;
-  }
-}
-
-function controlMethod(
-  command: ToolControlCommand,
-  operation: ToolOperationDescriptor,
-): "cancel" | "stop" | undefined {
-  if (command === "cancel" && operation.semantics === "action") return "cancel";
-  if (command === "stop" && operation.semantics === "session") return "stop";
-  return undefined;
-}
-
-function executionConflict(): ToolProtocolError {
-  return new ToolProtocolError(
-    ToolErrorCodes.EXECUTION_CONFLICT,
-    "execution key is already bound to a different operation",
-    "operation",
-  );
-}
-
-const FORWARD: Readonly<Record<string, ReadonlySet<string>>> = {
-  accepted: new Set(["accepted", "running", "stopping"]),
-  running: new Set(["running", "stopping"]),
-  stopping: new Set(["stopping"]),
-};
-
-/** The lifecycle transition rule between a stored status and a newly observed one. */
-function checkTransition(
-  previous: ToolExecutionStatus | undefined,
-  next: ToolExecutionStatus,
-): void {
-  if (previous === undefined) return;
-  if (isTerminalPhase(previous.phase)) {
-    if (!deepEqual(previous, next)) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
-        "provider returned a different immutable terminal status",
-      );
-    }
-    return;
-  }
-  if (isTerminalPhase(next.phase) || FORWARD[previous.phase].has(next.phase)) return;
-  throw new ToolProtocolError(
-    ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
-    `provider status changed from '${previous.phase}' to '${next.phase}'`,
-  );
 }

@@ -1,0 +1,512 @@
+/**
+ * The lifecycle of Action and Session executions: start, duplicate replay, the `unknown`
+ * convergences, the terminal barrier of terminal events, and the status, result and control
+ * requests, over the handler's {@linkcode ExecutionLedger}.
+ *
+ * @module
+ */
+import type { TerminalExecutionPhase, ToolControlCommand } from "../endpoint/constants.ts";
+import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import {
+  isTerminalPhase,
+  ToolAccepted,
+  type ToolContext,
+  ToolControlResponse,
+  ToolError,
+  ToolEvent,
+  type ToolExecutionKey,
+  ToolExecutionStatus,
+  type ToolOperationDescriptor,
+  type ToolResult,
+  ToolResultResponse,
+} from "../endpoint/models.ts";
+import type { ActionToolEndpoint, SessionToolEndpoint, ToolCallOptions } from "../endpoint/spi.ts";
+import type { ToolEnvelope } from "../wire/envelope.ts";
+import { makeInvokeResponseEnvelope } from "../wire/factories.ts";
+import {
+  controlRequestFromPayload,
+  invokeRequestFromEnvelope,
+  toolResultToPayload,
+} from "../wire/messages.ts";
+import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+import type { ExecutionLedger, ExecutionRecord, UnknownErrorShape } from "./_ledger.ts";
+import { type AbortFanout, raceAbort } from "./_abort.ts";
+import type { ToolLogIds, ToolLogLevel } from "../endpoint/log.ts";
+import { showValue } from "../_internal/repr.ts";
+
+/** What the lifecycle needs from its handler: provider calls, signals and admission. */
+export interface LifecycleHost {
+  readonly endpointInstanceId: string;
+  readonly maxEarlyEvents: number;
+  readonly maxPendingEvents: number;
+  /** The implementation of an Action or Session operation. */
+  provider(operation: string): ActionToolEndpoint | SessionToolEndpoint;
+  /** Calls provider code, tracked for close() (a synchronous throw becomes a rejection). */
+  call<T>(fn: () => T | PromiseLike<T>): Promise<T>;
+  /** The options of a status, result or control call. */
+  callOptions(): ToolCallOptions;
+  /** Why a new execution cannot be admitted now, if it cannot. */
+  admissionRefusal(context: ToolContext): ToolError | undefined;
+  /** Links the record's controller to the handler's lifetime and the context's deadline. */
+  linkSignals(
+    controller: AbortController,
+    context: ToolContext,
+    record: ExecutionRecord,
+  ): () => void;
+  /** The fan-out of a caller's abort signal. */
+  callerFanout(signal: AbortSignal): AbortFanout;
+  /** The logical endpoint, for log records. */
+  readonly endpointId: string;
+  /** Reports one record to the handler's logger. */
+  log(level: ToolLogLevel, event: string, message: string, ids: ToolLogIds, error?: unknown): void;
+}
+
+const UNKNOWN_START_ERROR = {
+  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+  message: "Start failed after dispatch; the execution outcome cannot be recovered",
+  retryable: false,
+} as const;
+
+/** Why an accepted execution still running when close()'s grace ran out ended as `unknown`. */
+const SHUTDOWN_UNKNOWN_ERROR = {
+  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+  message:
+    "the endpoint shut down before the execution reached a terminal state; its outcome cannot be recovered",
+  retryable: false,
+} as const;
+
+/** Why an execution whose acceptance never reached the caller ended as `unknown`. */
+const UNDELIVERED_UNKNOWN_ERROR = {
+  code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
+  message:
+    "the invoke response could not be published; the execution was aborted and its outcome cannot be recovered",
+  retryable: false,
+} as const;
+
+/**
+ * The terminal event published for an execution the handler converged to `unknown` itself.
+ * The protocol has no `unknown` event type; `executor_failed` is the one terminal event that
+ * claims no outcome the provider never reported (`cancelled` or `stopped` would claim the work
+ * ended, `executor_completed` that it succeeded). Its data says what was established:
+ * `{"phase": "unknown", "result": <the unknown ToolResult>}`; status and result, the
+ * authoritative record (PROTOCOL.md 10.3), read `unknown`.
+ */
+const CONVERGED_EVENT_TYPE = "executor_failed";
+
+/** Starts, replays, observes, controls and ends the executions of one handler. */
+export class ExecutionLifecycle {
+  readonly #ledger: ExecutionLedger;
+  readonly #host: LifecycleHost;
+
+  /** The lifecycle of the executions recorded in `ledger`, calling providers through `host`. */
+  constructor(ledger: ExecutionLedger, host: LifecycleHost) {
+    this.#ledger = ledger;
+    this.#host = host;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Start and replay
+
+  /**
+   * Handles an Action or Session invoke: replays the outcome of a known key, or admits a new
+   * execution and calls `start()`. Returns the response, then the events emitted before
+   * acceptance.
+   */
+  async start(
+    request: ToolEnvelope,
+    operation: ToolOperationDescriptor,
+    eventSink: ToolEventSink | undefined,
+    callerSignal: AbortSignal | undefined,
+  ): Promise<readonly ToolEnvelope[]> {
+    const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
+    const key = context.executionKey;
+    const known = this.#ledger.find(key, operation.name);
+    if (known !== undefined) {
+      if (known.phase === "observed") {
+        return [
+          makeInvokeResponseEnvelope(
+            new ToolError({
+              code: ToolErrorCodes.ENDPOINT_EXECUTION_ALREADY_OBSERVED,
+              message: "execution key has existing provider state but no replayable invoke outcome",
+              retryable: false,
+            }),
+            request,
+          ),
+        ];
+      }
+      return [await this.#replay(known, request, callerSignal)];
+    }
+    const refusal = this.#host.admissionRefusal(context);
+    if (refusal !== undefined) {
+      this.#ledger.meter(operation.name).rejected++;
+      return [makeInvokeResponseEnvelope(refusal, request)];
+    }
+    const execution = this.#ledger.admit(
+      key,
+      operation.name,
+      operation.maxConcurrency,
+      request.requestId,
+    );
+    if (execution instanceof ToolError) return [makeInvokeResponseEnvelope(execution, request)];
+    const host = this.#host;
+    const unlink = host.linkSignals(execution.abort!, context, execution);
+    const emitter = new ExecutionEmitter(
+      {
+        establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase),
+        report: (level, event, message, error) =>
+          host.log(level, event, message, this.#idsOf(execution), error),
+      },
+      context,
+      host.endpointInstanceId,
+      host.maxEarlyEvents,
+      host.maxPendingEvents,
+      eventSink,
+    );
+    execution.emitter = emitter;
+    const provider = host.provider(operation.name);
+    let accepted: unknown;
+    try {
+      const start = host.call(() =>
+        provider.start(toolRequest, context, emitter, { signal: execution.abort!.signal })
+      );
+      accepted = await (callerSignal === undefined
+        ? start
+        : raceAbort(start, host.callerFanout(callerSignal)));
+      if (!(accepted instanceof ToolAccepted)) {
+        throw new TypeError(
+          `Tool endpoint start() must return a ToolAccepted: current value is ${
+            showValue(accepted)
+          }`,
+        );
+      }
+      if (emitter.overflowed) {
+        throw new ToolProtocolError(
+          ToolErrorCodes.ENDPOINT_EARLY_EVENT_BUFFER_OVERFLOW,
+          `Tool endpoint emitted more than ${host.maxEarlyEvents} events before acceptance`,
+        );
+      }
+    } catch (error) {
+      if (callerSignal?.aborted && error === callerSignal.reason) {
+        host.log(
+          "warn",
+          "execution.caller_aborted",
+          "the dispatch was abandoned while start() ran; the execution converged to unknown",
+          this.#idsOf(execution),
+        );
+        this.#convergeStartUnknown(execution);
+        execution.abort!.abort(callerSignal.reason);
+        unlink();
+        throw error;
+      }
+      if (error instanceof ToolEndpointError) {
+        emitter.reject();
+        if (execution.result !== undefined) {
+          this.#ledger.settle(execution, execution.result, "terminal");
+        } else {
+          // A provider's rejection is an answer, not a failure: counted, not logged.
+          this.#ledger.meter(operation.name).rejected++;
+          this.#ledger.releasePermit(execution);
+          this.#ledger.unlink(execution);
+          this.#ledger.settle(execution, error.error, "rejected");
+        }
+      } else {
+        host.log(
+          "error",
+          "provider.start_failed",
+          "start() failed after dispatch; the execution converged to unknown",
+          this.#idsOf(execution),
+          error,
+        );
+        this.#convergeStartUnknown(execution);
+      }
+      unlink();
+      return [makeInvokeResponseEnvelope(execution.outcome!, request)];
+    }
+    if (execution.result !== undefined) {
+      this.#ledger.settle(execution, execution.result, "terminal");
+    } else {
+      if (execution.status === undefined) {
+        execution.status = new ToolExecutionStatus({
+          phase: "accepted",
+          details: accepted.details,
+        });
+      }
+      this.#ledger.settle(execution, accepted, "accepted");
+    }
+    const early = emitter.accept();
+    return [makeInvokeResponseEnvelope(execution.outcome!, request), ...early];
+  }
+
+  async #replay(
+    record: ExecutionRecord,
+    request: ToolEnvelope,
+    signal: AbortSignal | undefined,
+  ): Promise<ToolEnvelope> {
+    if (record.phase === "starting") {
+      const ready = record.ready!.promise;
+      await (signal === undefined ? ready : raceAbort(ready, this.#host.callerFanout(signal)));
+    }
+    if (record.outcome === undefined) {
+      throw new Error("Execution record became ready without an outcome");
+    }
+    return makeInvokeResponseEnvelope(record.outcome, request);
+  }
+
+  /** The unknown convergence of a start that failed after dispatch; never retried. */
+  #convergeStartUnknown(record: ExecutionRecord): void {
+    record.emitter?.reject();
+    if (record.result !== undefined) {
+      // A terminal result established during start() survives a later failure.
+      this.#ledger.settle(record, record.result, "terminal");
+      return;
+    }
+    const result = this.#ledger.convergeUnknown(record, UNKNOWN_START_ERROR);
+    this.#ledger.settle(record, result, "terminal");
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Ending executions the handler gives up on
+
+  /**
+   * Ends the execution `request_id` admitted under `key` when its acceptance is its outcome (see
+   * `ToolEndpointHandler.abandonInvoke`); false, changing nothing, for any other record.
+   */
+  abandon(key: ToolExecutionKey, operation: string, requestId: string | undefined): boolean {
+    const record = this.#ledger.get(key.id);
+    if (
+      record === undefined || record.operation !== operation || !record.invoked ||
+      record.admittedBy !== requestId || !(record.outcome instanceof ToolAccepted) ||
+      record.emitter === undefined
+    ) return false;
+    record.abort?.abort(
+      new DOMException("the invoke response could not be published", "AbortError"),
+    );
+    void this.#convergeAccepted(record, UNDELIVERED_UNKNOWN_ERROR, false);
+    this.#ledger.settle(record, record.result!, "terminal");
+    return true;
+  }
+
+  /** Admitted executions whose event progression has not ended (at most the ledger's bound). */
+  unfinishedExecutions(): ExecutionRecord[] {
+    const executions: ExecutionRecord[] = [];
+    for (const record of this.#ledger.records()) {
+      if (record.invoked && record.emitter !== undefined && !record.emitter.isFinished) {
+        executions.push(record);
+      }
+    }
+    return executions;
+  }
+
+  /**
+   * Ends an execution close()'s grace left unfinished: a running acceptance converges to
+   * `unknown` and publishes its terminal event; any other waits for its own progression. Resolves
+   * once that happened (never rejects).
+   */
+  shutDown(record: ExecutionRecord): Promise<unknown> {
+    return record.phase === "accepted"
+      ? this.#convergeAccepted(record, SHUTDOWN_UNKNOWN_ERROR, true)
+      : record.emitter!.finished;
+  }
+
+  /**
+   * Ends an accepted execution the handler gives up on: unless a terminal result exists, status
+   * and result become `unknown` with `error` and the permit is released; then the emitter closes,
+   * publishing the `unknown` terminal event when `publish` is set. Resolves once that event was
+   * published; a failed publication is swallowed here (close() bounds the wait; the sink's owner
+   * reports it).
+   */
+  async #convergeAccepted(
+    record: ExecutionRecord,
+    error: UnknownErrorShape,
+    publish: boolean,
+  ): Promise<void> {
+    let event: ToolEvent | undefined;
+    if (record.result === undefined) {
+      this.#host.log("warn", "execution.unknown", error.message, this.#idsOf(record));
+      const result = this.#ledger.convergeUnknown(record, error);
+      record.phase = "terminal";
+      if (publish) {
+        event = new ToolEvent({
+          type: CONVERGED_EVENT_TYPE,
+          data: { phase: "unknown", result: toolResultToPayload(result) },
+        });
+      }
+    }
+    try {
+      await record.emitter!.converge(event);
+    } catch {
+      // Reported as event.sink_failed by the emitter; close() only bounds the wait.
+    }
+  }
+
+  /** The identifier fields of records about one execution. */
+  #idsOf(record: ExecutionRecord): ToolLogIds {
+    return {
+      endpointId: this.#host.endpointId,
+      operation: record.operation,
+      invocationId: record.key.invocationId,
+      attemptId: record.key.attemptId,
+      requestId: record.admittedBy,
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The provider's authoritative state
+
+  // Each helper returns the provider call's own promise (no async wrapper), so a caller's one
+  // `await` resumes in the same microtask turn as before the split: a terminal event releases
+  // its permit before a following invoke is admitted.
+
+  /** Asks the provider for the result of `key`: check the answer with `resultResponse`. */
+  #askResult(key: ToolExecutionKey, operation: string): Promise<unknown> {
+    const provider = this.#host.provider(operation);
+    return this.#host.call(() => provider.result(key, this.#host.callOptions()));
+  }
+
+  /** Asks the provider for the status of `key`: check the answer with `executionStatus`. */
+  #askStatus(key: ToolExecutionKey, operation: string): Promise<unknown> {
+    const provider = this.#host.provider(operation);
+    return this.#host.call(() => provider.status(key, this.#host.callOptions()));
+  }
+
+  async #terminalForEvent(record: ExecutionRecord, phase: TerminalExecutionPhase): Promise<void> {
+    const result = authoritativeResult(
+      await this.#askResult(record.key, record.operation),
+      "emitted a terminal event",
+    );
+    const status = new ToolExecutionStatus(
+      phase === "failed" || phase === "unknown"
+        ? { phase, error: result.error! }
+        : { phase } as ConstructorParameters<typeof ToolExecutionStatus>[0],
+    );
+    if (this.#ledger.get(record.keyId) === undefined) {
+      throw new Error("Tool event has no execution record");
+    }
+    this.#ledger.recordTerminal(record.key, record.operation, status, result, false);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Status, result, control
+
+  /** Answers a status request: the retained terminal status, else the provider's. */
+  async status(
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolExecutionStatus> {
+    const cached = this.#ledger.get(key.id)?.status;
+    if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
+    const status = executionStatus(await this.#askStatus(key, operation.name));
+    if (isTerminalPhase(status.phase)) {
+      const result = authoritativeResult(
+        await this.#askResult(key, operation.name),
+        "exposed a terminal phase",
+      );
+      this.#ledger.recordTerminal(key, operation.name, status, result, true);
+    } else {
+      this.#ledger.recordStatus(key, operation.name, status);
+    }
+    return status;
+  }
+
+  /** Answers a result request: the retained terminal result, else the provider's. */
+  async result(
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolResultResponse> {
+    const retained = this.#ledger.get(key.id)?.result;
+    if (retained !== undefined) {
+      return new ToolResultResponse({ status: "available", result: retained });
+    }
+    const response = resultResponse(await this.#askResult(key, operation.name));
+    if (response.status === "available" && response.result !== undefined) {
+      const status = executionStatus(await this.#askStatus(key, operation.name));
+      this.#ledger.recordTerminal(key, operation.name, status, response.result, true);
+    }
+    return response;
+  }
+
+  /** Answers a control request; an accepted control aborts the execution's signal. */
+  async control(
+    request: ToolEnvelope,
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolControlResponse> {
+    const { command, reason } = controlRequestFromPayload(request.payload);
+    let response: unknown;
+    const method = controlMethod(command, operation);
+    if (method === undefined) {
+      response = new ToolControlResponse({ command, status: "unsupported" });
+    } else {
+      const provider = this.#host.provider(operation.name) as unknown as Record<
+        string,
+        (key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) => unknown
+      >;
+      response = await this.#host.call(() =>
+        provider[method](key, reason, this.#host.callOptions())
+      );
+      if (!(response instanceof ToolControlResponse)) {
+        throw new TypeError(
+          `Tool endpoint ${method}() must return a ToolControlResponse: current value is ${
+            showValue(response)
+          }`,
+        );
+      }
+    }
+    const control = response as ToolControlResponse;
+    if (control.command !== command) {
+      throw new ToolProtocolError(
+        ToolErrorCodes.CORRELATION_MISMATCH,
+        "provider control response command does not match request",
+        "payload.response.command",
+      );
+    }
+    if (control.status === "accepted") {
+      const record = this.#ledger.get(key.id);
+      record?.abort?.abort(
+        new DOMException(`a ${command} control was accepted`, "AbortError"),
+      );
+    }
+    return control;
+  }
+}
+
+/** The provider's answer to `result()`, checked. */
+function resultResponse(answer: unknown): ToolResultResponse {
+  if (!(answer instanceof ToolResultResponse)) {
+    throw new TypeError("Tool endpoint result() must return a ToolResultResponse");
+  }
+  return answer;
+}
+
+/** The provider's answer to `status()`, checked. */
+function executionStatus(answer: unknown): ToolExecutionStatus {
+  if (!(answer instanceof ToolExecutionStatus)) {
+    throw new TypeError("Tool endpoint status() must return a ToolExecutionStatus");
+  }
+  return answer;
+}
+
+/**
+ * The authoritative result in the provider's answer to `result()`, which a terminal phase or a
+ * terminal event requires: when none is available, `FORGE_ENDPOINT_TERMINAL_RESULT_UNAVAILABLE`
+ * with "provider <what> before its authoritative result".
+ */
+function authoritativeResult(answer: unknown, what: string): ToolResult {
+  const response = resultResponse(answer);
+  if (response.status !== "available" || response.result === undefined) {
+    throw new ToolProtocolError(
+      ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
+      `provider ${what} before its authoritative result`,
+    );
+  }
+  return response.result;
+}
+
+function controlMethod(
+  command: ToolControlCommand,
+  operation: ToolOperationDescriptor,
+): "cancel" | "stop" | undefined {
+  if (command === "cancel" && operation.semantics === "action") return "cancel";
+  if (command === "stop" && operation.semantics === "session") return "stop";
+  return undefined;
+}
