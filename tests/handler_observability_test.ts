@@ -10,6 +10,7 @@ import {
   assertThrows,
 } from "@std/assert";
 import {
+  denoTracer,
   ToolAccepted,
   ToolEndpointError,
   ToolEndpointHandler,
@@ -21,6 +22,7 @@ import {
   type ToolLogRecord,
   ToolProtocolError,
   ToolResult,
+  type ToolTracer,
 } from "../mod.ts";
 import {
   ACTION,
@@ -540,4 +542,75 @@ Deno.test("handler option errors: logger, endpointInstanceId, operations", () =>
     TypeError,
     "Cannot create the handler as 'operations' must be a mapping: current value is ",
   );
+});
+
+// ---------------------------------------------------------------------------------------------
+// Tracing
+
+/** A tracer keeping every span's name, attributes and end. */
+function spanRecorder() {
+  const spans: { name: string; attributes: Record<string, unknown>; ended: boolean }[] = [];
+  const tracer: ToolTracer = {
+    startSpan(name, options) {
+      const entry = { name, attributes: { ...options?.attributes }, ended: false };
+      spans.push(entry);
+      return {
+        setAttribute: (key, value) => (entry.attributes[key] = value),
+        end: () => void (entry.ended = true),
+      };
+    },
+  };
+  return { spans, tracer };
+}
+
+Deno.test("tracing: one span per admitted invocation, ended with its outcome when it is established", async () => {
+  const { spans, tracer } = spanRecorder();
+  const action = new RecordingAction();
+  const handler = actionHandler(action, { tracer, maxConcurrency: 2, logger: () => {} });
+  await handler.dispatch(invokeFor(ACTION), { eventSink: () => {} });
+  assertEquals(spans.map((span) => [span.name, span.ended]), [["forge.tool move", false]]);
+  assertEquals(spans[0].attributes, {
+    "forge.endpoint_id": "motion.arm",
+    "forge.operation": "move",
+    "forge.invocation_id": "invocation-1",
+    "forge.attempt_id": "attempt-1",
+    "forge.request_id": "request-1",
+  });
+  action.finish(COMPLETED, OK);
+  await handler.dispatch(statusFor(ACTION));
+  assertEquals([spans[0].ended, spans[0].attributes["forge.outcome"]], [true, "succeeded"]);
+  // A rejection by the provider ends its span as rejected; a duplicate starts none.
+  action.startHook = () => {
+    throw new ToolEndpointError(new ToolError({ code: "NO", message: "no", retryable: false }));
+  };
+  await handler.dispatch(invokeFor(ACTION, { invocationId: "invocation-2" }));
+  await handler.dispatch(invokeFor(ACTION, { invocationId: "invocation-2" }));
+  assertEquals(spans.length, 2);
+  assertEquals([spans[1].ended, spans[1].attributes["forge.outcome"]], [true, "rejected"]);
+
+  const query = spanRecorder();
+  const queries = queryHandler({ query: () => OK }, { tracer: query.tracer });
+  await queries.dispatch(invokeFor(QUERY));
+  assertEquals(
+    query.spans.map((span) => [span.name, span.ended, span.attributes["forge.outcome"]]),
+    [["forge.tool detect", true, "succeeded"]],
+  );
+});
+
+Deno.test("tracing: a throwing tracer never breaks a dispatch; a bad tracer option is refused", async () => {
+  const handler = queryHandler({ query: () => OK }, {
+    tracer: {
+      startSpan: () => {
+        throw new Error("otel not initialized");
+      },
+    },
+  });
+  const [answer] = await handler.dispatch(invokeFor(QUERY));
+  assertEquals(invokeOutcome(answer), OK);
+  assertThrows(
+    () => queryHandler(new FakeQuery(), { tracer: {} as never }),
+    TypeError,
+    "Cannot create the handler as 'tracer' must be an object with a startSpan() method",
+  );
+  assertEquals(denoTracer(), undefined);
 });

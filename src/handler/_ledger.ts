@@ -20,6 +20,7 @@ import { type Resolvers, withResolvers } from "../_internal/async.ts";
 import type { ExecutionEmitter } from "./_emitter.ts";
 import type { DeadlineTimer } from "./_abort.ts";
 import { OperationMeter } from "./_metrics.ts";
+import { endInvocationSpan, type ToolSpan } from "../endpoint/trace.ts";
 
 /**
  * Where an execution record stands:
@@ -62,6 +63,8 @@ export interface ExecutionRecord {
   unlinkLifetime: (() => void) | undefined;
   /** `performance.now()` at admission (invoked records; 0 for observations), for the latency. */
   readonly admittedAt: number;
+  /** The invocation's span while it runs (with a tracer), ended when its outcome is established. */
+  span: ToolSpan | undefined;
 }
 
 /** The shape of the `unknown` errors the handler converges executions with. */
@@ -135,9 +138,10 @@ export class ExecutionLedger {
 
   /** Counts the outcome of an invoked record whose terminal result was just established. */
   #counted(record: ExecutionRecord, result: ToolResult): void {
-    if (record.invoked) {
-      this.#meters.get(record.operation)!.finish(result.status, record.admittedAt);
-    }
+    if (!record.invoked) return;
+    this.#meters.get(record.operation)!.finish(result.status, record.admittedAt);
+    endInvocationSpan(record.span, result.status);
+    record.span = undefined;
   }
 
   /** The records, least recently used first. */
@@ -205,6 +209,7 @@ export class ExecutionLedger {
       deadlineTimer: undefined,
       unlinkLifetime: undefined,
       admittedAt: performance.now(),
+      span: undefined,
     };
     meter.admitted++;
     this.#records.set(key.id, record);
@@ -347,6 +352,7 @@ export class ExecutionLedger {
       deadlineTimer: undefined,
       unlinkLifetime: undefined,
       admittedAt: 0,
+      span: undefined,
     };
     this.#records.set(key.id, record);
     return record;

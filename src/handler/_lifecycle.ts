@@ -32,6 +32,7 @@ import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import type { ExecutionLedger, ExecutionRecord, UnknownErrorShape } from "./_ledger.ts";
 import { type AbortFanout, raceAbort } from "./_abort.ts";
 import type { ToolLogIds, ToolLogLevel } from "../endpoint/log.ts";
+import { endInvocationSpan, startInvocationSpan, type ToolTracer } from "../endpoint/trace.ts";
 import { showValue } from "../_internal/repr.ts";
 
 /** What the lifecycle needs from its handler: provider calls, signals and admission. */
@@ -59,6 +60,8 @@ export interface LifecycleHost {
   readonly endpointId: string;
   /** Reports one record to the handler's logger. */
   log(level: ToolLogLevel, event: string, message: string, ids: ToolLogIds, error?: unknown): void;
+  /** The handler's tracer, if any. */
+  readonly tracer: ToolTracer | undefined;
 }
 
 const UNKNOWN_START_ERROR = {
@@ -149,6 +152,9 @@ export class ExecutionLifecycle {
     );
     if (execution instanceof ToolError) return [makeInvokeResponseEnvelope(execution, request)];
     const host = this.#host;
+    if (host.tracer !== undefined) {
+      execution.span = startInvocationSpan(host.tracer, this.#idsOf(execution));
+    }
     const unlink = host.linkSignals(execution.abort!, context, execution);
     const emitter = new ExecutionEmitter(
       {
@@ -205,6 +211,8 @@ export class ExecutionLifecycle {
         } else {
           // A provider's rejection is an answer, not a failure: counted, not logged.
           this.#ledger.meter(operation.name).rejected++;
+          endInvocationSpan(execution.span, "rejected");
+          execution.span = undefined;
           this.#ledger.releasePermit(execution);
           this.#ledger.unlink(execution);
           this.#ledger.settle(execution, error.error, "rejected");

@@ -45,6 +45,7 @@ import { settleWithin } from "../_internal/async.ts";
 import type { ToolEventSink } from "./_emitter.ts";
 import { atCapacity, ExecutionLedger, type ExecutionRecord } from "./_ledger.ts";
 import { ExecutionLifecycle } from "./_lifecycle.ts";
+import { endInvocationSpan, startInvocationSpan, type ToolTracer } from "../endpoint/trace.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
 import { OperationMeter, type ToolEndpointMetrics, type ToolOperationMetrics } from "./_metrics.ts";
 
@@ -108,6 +109,12 @@ export interface ToolEndpointHandlerOptions {
    * @default {consoleLogger}
    */
   readonly logger?: ToolLogger;
+  /**
+   * Starts one span per admitted invocation, ended with its outcome (see
+   * {@linkcode ToolTracer}); {@linkcode denoTracer} gives Deno's built-in OpenTelemetry tracer
+   * when it is enabled. Without it nothing is traced and nothing is allocated for tracing.
+   */
+  readonly tracer?: ToolTracer;
 }
 
 /** Options of {@linkcode ToolEndpointHandler.dispatch}. */
@@ -301,6 +308,7 @@ export class ToolEndpointHandler {
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
   readonly #logger: ToolLogger;
+  readonly #tracer: ToolTracer | undefined;
   /** The counters of Query operations (the ledger keeps those of Actions and Sessions). */
   readonly #queryMeters = new Map<string, OperationMeter>();
   readonly #activeQueries = new Map<string, number>();
@@ -411,6 +419,17 @@ export class ToolEndpointHandler {
       throw new TypeError(optionMessage(CREATE_HANDLER, "logger", "a function", logger));
     }
     this.#logger = (logger as ToolLogger | undefined) ?? consoleLogger;
+    const tracer: unknown = options.tracer;
+    if (
+      tracer !== undefined &&
+      (typeof tracer !== "object" || tracer === null ||
+        typeof (tracer as ToolTracer).startSpan !== "function")
+    ) {
+      throw new TypeError(
+        optionMessage(CREATE_HANDLER, "tracer", "an object with a startSpan() method", tracer),
+      );
+    }
+    this.#tracer = tracer as ToolTracer | undefined;
     this.#descriptor = descriptor;
     this.#endpointInstanceId = instance;
     this.#implementations = implementations;
@@ -440,6 +459,7 @@ export class ToolEndpointHandler {
       callerFanout: (signal) => this.#callerFanout(signal),
       endpointId: descriptor.endpointId,
       log: (level, event, message, ids, error) => this.#log(level, event, message, ids, error),
+      tracer: this.#tracer,
     });
     this.#enforceDeadlines = options.enforceDeadlines === true;
     this.#now = options.now ?? Date.now;
@@ -981,6 +1001,9 @@ export class ToolEndpointHandler {
     }
     meter.admitted++;
     const admittedAt = performance.now();
+    const span = this.#tracer === undefined
+      ? undefined
+      : startInvocationSpan(this.#tracer, logIdsOf(request));
     const provider = this.#implementations.get(operation.name) as QueryToolEndpoint;
     const controller = new AbortController();
     const unlink = this.#linkSignals(controller, context);
@@ -995,10 +1018,12 @@ export class ToolEndpointHandler {
       if (error instanceof ToolEndpointError) {
         // A provider's rejection is an answer, not a failure: counted, not logged.
         meter.rejected++;
+        endInvocationSpan(span, "rejected");
         return makeInvokeResponseEnvelope(error.error, request);
       }
       if (error === ABANDONED) {
         meter.finish("unknown", admittedAt);
+        endInvocationSpan(span, "unknown");
         // The query may have had effects: its outcome is unknown, not a rejection.
         return makeInvokeResponseEnvelope(
           new ToolResult({
@@ -1014,6 +1039,7 @@ export class ToolEndpointHandler {
       }
       if (controller.signal.aborted && this.#deadlinePassed(context)) {
         meter.finish("failed", admittedAt);
+        endInvocationSpan(span, "failed");
         return makeInvokeResponseEnvelope(
           new ToolResult({
             status: "failed",
@@ -1027,6 +1053,7 @@ export class ToolEndpointHandler {
         );
       }
       meter.finish("failed", admittedAt);
+      endInvocationSpan(span, "failed");
       this.#log(
         "error",
         "provider.query_failed",
@@ -1044,6 +1071,7 @@ export class ToolEndpointHandler {
         `QueryToolEndpoint.query() must return a ToolResult: current value is ${showValue(result)}`,
       );
       meter.finish("failed", admittedAt);
+      endInvocationSpan(span, "failed");
       this.#log(
         "error",
         "provider.query_failed",
@@ -1054,6 +1082,7 @@ export class ToolEndpointHandler {
       throw error;
     }
     meter.finish(result.status, admittedAt);
+    endInvocationSpan(span, result.status);
     return makeInvokeResponseEnvelope(result, request);
   }
 
