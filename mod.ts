@@ -150,5 +150,19 @@ export {
   type StandardSchemaV1Result,
 } from "./src/provider/schema.ts";
 
+// --- Observability: handler metrics and tracing (issue 12, part 4) ----------------------------
+export {
+  type ToolEndpointMetrics,
+  ToolLatencyHistogram,
+  type ToolOperationMetrics,
+} from "./src/handler/handler.ts";
+export {
+  denoTracer,
+  type ToolSpan,
+  type ToolSpanAttribute,
+  type ToolTracer,
+} from "./src/endpoint/trace.ts";
+// --- end observability ---
+
 // --- Route trust checked on the headers alone -------------------------------------------------
 export { type ToolRequestRoute } from "./src/handler/handler.ts";

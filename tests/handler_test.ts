@@ -183,7 +183,8 @@ Deno.test("4 handler rejects an unsupported descriptor protocol", () => {
         operations: { detect: new FakeQuery() },
       }),
     RangeError,
-    "descriptor.protocol_version",
+    "Cannot create the handler as 'descriptor.protocolVersion' must be " +
+      "'forge.tool.endpoint/v1alpha1': current value is \"forge.tool.endpoint/v2\"",
   );
 });
 
@@ -196,7 +197,7 @@ for (const instance of ["", " \t", "\ud800"]) {
           operations: { detect: new FakeQuery() },
         }),
       RangeError,
-      "endpoint_instance_id",
+      "Cannot create the handler as 'endpointInstanceId' must ",
     );
   });
 }
@@ -209,7 +210,7 @@ Deno.test("6 handler requires a string-keyed operation mapping", () => {
         operations: [] as unknown as Record<string, FakeQuery>,
       }),
     TypeError,
-    "operations must be a mapping",
+    "Cannot create the handler as 'operations' must be a mapping: current value is ",
   );
   assertThrows(
     () =>

@@ -91,3 +91,21 @@ export function pyRepr(value: unknown): string {
       return String(value);
   }
 }
+
+/**
+ * A short description of a value a provider returned, for an error message: a string quoted, an
+ * object by its class ("a ToolResult", "an Object"), anything else as `String()` shows it.
+ */
+export function showValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "function") return "a function";
+  if (typeof value !== "object" || value === null) return String(value);
+  let name: unknown;
+  try {
+    name = Object.getPrototypeOf(value)?.constructor?.name;
+  } catch {
+    name = undefined;
+  }
+  if (typeof name !== "string" || name === "") return "an object";
+  return `${/^[AEIOU]/.test(name) ? "an" : "a"} ${name}`;
+}

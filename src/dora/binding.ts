@@ -17,6 +17,7 @@ import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
 import { ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { logIdsOf, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { maxMessageBytesOption } from "../wire/codec.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
@@ -73,11 +74,18 @@ export interface DoraToolEndpointBindingOptions {
   readonly ipcEventSink?: DoraIpcEventSink;
   /**
    * Told about an endpoint failure the binding answered with a correlated fallback, and about a
-   * fallback that could not be encoded.
-   *
-   * @default {console.error}
+   * fallback that could not be encoded. When given, it replaces the `logger` records for these
+   * failures.
    */
   readonly onError?: (error: unknown, request: ToolEnvelope) => void;
+  /**
+   * Where the binding reports, one record per failure with the request's ids (events
+   * `binding.dispatch_failed`, `binding.response_unencodable`, `binding.fallback_unencodable`,
+   * `binding.acceptance_undelivered`), unless `onError` is given.
+   *
+   * @default {the handler's logger}
+   */
+  readonly logger?: ToolLogger;
   /**
    * Receives every `endpoint.registry.response` arriving on the request input, for the node's
    * registration loop ({@linkcode EndpointNodeLifecycle.receive}, which ignores uncorrelated
@@ -88,6 +96,9 @@ export interface DoraToolEndpointBindingOptions {
 }
 
 const CREATE_BINDING = "create a DoraToolEndpointBinding";
+/** The message of a `binding.dispatch_failed` record. */
+const DISPATCH_FAILED =
+  "the handler failed on a trusted request; it is answered FORGE_ENDPOINT_INTERNAL";
 const CORRELATED_ERROR_RESERVE_BYTES = 512;
 const MIN_BINDING_MESSAGE_BYTES = 1024;
 const DEFAULT_CARRIER_OVERHEAD_BYTES = 65536;
@@ -95,15 +106,6 @@ const SIZE_LIMIT_MESSAGE = "ToolEndpoint message exceeds the configured size lim
 const IPC_BYTES_MESSAGE =
   "DoraToolEndpointBinding does not accept IPC bytes; decode them upstream " +
   "under bounded framing and decompression limits";
-
-function defaultOnError(error: unknown, request: ToolEnvelope): void {
-  console.error(
-    `ToolEndpoint failed request_id=${request.requestId} invocation_id=${request.invocationId} ` +
-      `attempt_id=${request.attemptId} endpoint_id=${request.endpointId} ` +
-      `endpoint_instance_id=${request.endpointInstanceId} operation=${request.operation}`,
-    error,
-  );
-}
 
 function correlatedProtocolError(
   error: ToolProtocolError,
@@ -218,7 +220,8 @@ export class DoraToolEndpointBinding {
   readonly #handler: ToolEndpointHandler;
   readonly #arrow: OutputCodec<RecordBatch>;
   readonly #ipc: OutputCodec<Uint8Array>;
-  readonly #onError: (error: unknown, request: ToolEnvelope) => void;
+  readonly #onError: ((error: unknown, request: ToolEnvelope) => void) | undefined;
+  readonly #logger: ToolLogger;
   readonly #onRegistryResponse: ((response: ToolEnvelope) => void) | undefined;
   readonly #maxMessageBytes: number;
   readonly #maxRequestBytes: number;
@@ -271,7 +274,7 @@ export class DoraToolEndpointBinding {
       "ipcEventSink",
       options.ipcEventSink,
     );
-    const onError = optionalFunction<typeof defaultOnError>(
+    const onError = optionalFunction<(error: unknown, request: ToolEnvelope) => void>(
       CREATE_BINDING,
       "onError",
       options.onError,
@@ -279,7 +282,9 @@ export class DoraToolEndpointBinding {
     this.#handler = handler;
     this.#arrow = { encode: toolEnvelopeToMessage, sink };
     this.#ipc = { encode: encodeToolEnvelopeIpc, sink: ipcSink };
-    this.#onError = onError ?? defaultOnError;
+    this.#onError = onError;
+    this.#logger = optionalFunction<ToolLogger>(CREATE_BINDING, "logger", options.logger) ??
+      handler.logger;
     this.#onRegistryResponse = optionalFunction<(response: ToolEnvelope) => void>(
       CREATE_BINDING,
       "onRegistryResponse",
@@ -310,7 +315,12 @@ export class DoraToolEndpointBinding {
     return this.#maxCarrierBytes;
   }
 
-  #report(error: unknown, request: ToolEnvelope): void {
+  /** Reports a failure to `onError` when given, else as a `logger` record with the request's ids. */
+  #report(event: string, message: string, error: unknown, request: ToolEnvelope): void {
+    if (this.#onError === undefined) {
+      logSafely(this.#logger, { level: "error", event, message, ...logIdsOf(request), error });
+      return;
+    }
     try {
       this.#onError(error, request);
     } catch {
@@ -327,7 +337,12 @@ export class DoraToolEndpointBinding {
     try {
       return codec.encode(fallback, { maxMessageBytes: this.#maxMessageBytes });
     } catch (error) {
-      this.#report(error, request);
+      this.#report(
+        "binding.fallback_unencodable",
+        "the correlated fallback answer could not be encoded either; the request gets no answer",
+        error,
+        request,
+      );
       throw original;
     }
   }
@@ -341,10 +356,19 @@ export class DoraToolEndpointBinding {
     codec: OutputCodec<T>,
     response: ToolEnvelope,
     request: ToolEnvelope,
+    reportFailure = true,
   ): { readonly message: T; readonly failure?: unknown } {
     try {
       return { message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }) };
     } catch (error) {
+      if (reportFailure) {
+        this.#report(
+          "binding.response_unencodable",
+          `the ${response.messageType} could not be encoded; a correlated tool.error answers instead`,
+          error,
+          request,
+        );
+      }
       const fallback = error instanceof ToolProtocolError
         ? correlatedProtocolError(error, request, this.#maxMessageBytes)
         : correlatedInternalError(request);
@@ -471,7 +495,7 @@ export class DoraToolEndpointBinding {
     try {
       response = await this.#handler.handleInvoke(request);
     } catch (error) {
-      this.#report(error, request);
+      this.#report("binding.dispatch_failed", DISPATCH_FAILED, error, request);
       response = correlatedInternalError(request);
     }
     return this.#response(this.#arrow, response, request);
@@ -620,7 +644,7 @@ export class DoraToolEndpointBinding {
       );
     } catch (error) {
       // A trusted request always gets an answer.
-      this.#report(error, request);
+      this.#report("binding.dispatch_failed", DISPATCH_FAILED, error, request);
       messages = [correlatedInternalError(request)];
     }
     if (!startInvoke) {
@@ -639,6 +663,9 @@ export class DoraToolEndpointBinding {
       publishFailure = failure;
       if (this.#handler.abandonInvoke(request)) {
         this.#report(
+          "binding.acceptance_undelivered",
+          "the acceptance did not reach the caller: the execution was aborted and its outcome " +
+            "converged to unknown",
           new Error(
             "the acceptance did not reach the caller: the execution was aborted and its outcome " +
               "converged to unknown",
@@ -651,7 +678,8 @@ export class DoraToolEndpointBinding {
       gate.resolve();
     };
     try {
-      const response = this.#encodeResponse(codec, messages[0], request);
+      // An acceptance that cannot be encoded is reported once, as undelivered (its cause).
+      const response = this.#encodeResponse(codec, messages[0], request, false);
       if ("failure" in response) {
         // The caller gets a correlated tool.error, not the acceptance: the execution must not
         // keep running behind it, and none of its events may follow the error.

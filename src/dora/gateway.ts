@@ -44,7 +44,8 @@ import {
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import { DEFAULT_MAX_IPC_BYTES } from "./ipc.ts";
 import type { LoopbackDataflow } from "./loopback.ts";
-import type { ToolEndpointNodeLogger } from "./runner.ts";
+import type { ToolEndpointNodeLogger, ToolEndpointNodeLogLevel } from "./runner.ts";
+import { logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { DoraTransport } from "./transport.ts";
 import type { ToolClientTransport } from "../client/transport.ts";
 
@@ -71,8 +72,18 @@ export interface ToolGatewayOptions {
    * @default {SYSTEM_CLOCK}
    */
   readonly clock?: NodeClock;
-  /** Where the gateway reports dropped messages and failures (default: warnings to stderr). */
+  /**
+   * Where the gateway reports dropped messages and failures, as `(level, message)` lines
+   * (default, without `toolLogger`: warnings and errors to stderr).
+   */
   readonly logger?: ToolEndpointNodeLogger;
+  /**
+   * Receives the same reports as structured records (events `gateway.handle_failed`,
+   * `gateway.no_answer`, `gateway.send_failed`, `gateway.no_link`, `gateway.deliver_failed`,
+   * `gateway.dropped`, and `gateway.caller_gone` at `debug`), in addition to `logger` when both
+   * are given. (Not named `logger`: that option keeps its `(level, message)` form.)
+   */
+  readonly toolLogger?: ToolLogger;
   /**
    * The largest logical Wire message sent or accepted, in bytes (the IPC stream limit is this
    * plus 64 KiB).
@@ -286,7 +297,8 @@ export class ToolGateway {
   readonly #health = new Map<string, EndpointStatus>();
   readonly #callers = new Set<Caller>();
   readonly #clock: NodeClock;
-  readonly #log: ToolEndpointNodeLogger;
+  readonly #logger: ToolEndpointNodeLogger | undefined;
+  readonly #toolLogger: ToolLogger | undefined;
   readonly #maxMessageBytes: number | undefined;
   readonly #exchangeTimeoutMs: number;
   readonly #maxPending: number;
@@ -347,12 +359,21 @@ export class ToolGateway {
     );
     positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
     this.#maxMessageBytes = options.maxMessageBytes;
-    this.#log = options.logger ?? DEFAULT_LOGGER;
+    if (options.toolLogger !== undefined && typeof options.toolLogger !== "function") {
+      throw new TypeError(
+        "Cannot create the gateway as 'toolLogger' must be a function: current value is " +
+          String(options.toolLogger),
+      );
+    }
+    this.#toolLogger = options.toolLogger;
+    this.#logger = options.logger ??
+      (options.toolLogger === undefined ? DEFAULT_LOGGER : undefined);
     this.#registry = new EndpointRegistry({
       routes: options.routes,
       leaseTtlMs: options.leaseTtlMs,
       clock,
       onChange: (change) => this.#onRegistryChange(change),
+      logger: options.toolLogger,
     });
     this.#endpointOf = this.#registry.routes;
     for (const [routeId, endpointId] of this.#endpointOf) this.#routeOf.set(endpointId, routeId);
@@ -451,7 +472,11 @@ export class ToolGateway {
     } catch (error) {
       // Every path above is checked; this only keeps a defect from escaping into the transport.
       this.#stats.dropped += 1;
-      this.#log("error", `handling ${describe(envelope)} from route '${routeId}' failed: ${error}`);
+      this.#log(
+        "error",
+        "gateway.handle_failed",
+        `handling ${describe(envelope)} from route '${routeId}' failed: ${error}`,
+      );
     }
   }
 
@@ -636,6 +661,7 @@ export class ToolGateway {
       this.#pending.delete(exchangeId);
       this.#log(
         "warn",
+        "gateway.no_answer",
         `no answer within ${this.#exchangeTimeoutMs} ms on route '${routeId}' to ${
           describe(request)
         }; the exchange is forgotten`,
@@ -655,7 +681,11 @@ export class ToolGateway {
       await send(bytes);
     } catch (error) {
       const exchange = this.#pending.get(exchangeId);
-      this.#log("error", `sending ${describe(forwarded)} on route '${routeId}' failed: ${error}`);
+      this.#log(
+        "error",
+        "gateway.send_failed",
+        `sending ${describe(forwarded)} on route '${routeId}' failed: ${error}`,
+      );
       if (exchange !== undefined) {
         this.#settle(exchangeId, exchange);
         this.#answerUnavailable(
@@ -695,7 +725,11 @@ export class ToolGateway {
     this.#armLeaseTimer();
     const send = this.#links.get(routeId);
     if (send === undefined) {
-      this.#log("error", `route '${routeId}' has no link: ${describe(response)} not sent`);
+      this.#log(
+        "error",
+        "gateway.no_link",
+        `route '${routeId}' has no link: ${describe(response)} not sent`,
+      );
       return;
     }
     try {
@@ -703,10 +737,18 @@ export class ToolGateway {
         encodeToolEnvelopeIpc(response, { maxMessageBytes: this.#maxMessageBytes }),
       );
       Promise.resolve(sent).catch((error) =>
-        this.#log("error", `sending ${describe(response)} on route '${routeId}' failed: ${error}`)
+        this.#log(
+          "error",
+          "gateway.send_failed",
+          `sending ${describe(response)} on route '${routeId}' failed: ${error}`,
+        )
       );
     } catch (error) {
-      this.#log("error", `sending ${describe(response)} on route '${routeId}' failed: ${error}`);
+      this.#log(
+        "error",
+        "gateway.send_failed",
+        `sending ${describe(response)} on route '${routeId}' failed: ${error}`,
+      );
     }
   }
 
@@ -734,7 +776,7 @@ export class ToolGateway {
       return;
     }
     if (record.caller === undefined || record.caller.closed) {
-      this.#log("debug", `${describe(event)} dropped: its caller closed`);
+      this.#log("debug", "gateway.caller_gone", `${describe(event)} dropped: its caller closed`);
       return;
     }
     this.#stats.events += 1;
@@ -895,19 +937,37 @@ export class ToolGateway {
 
   #deliver(caller: Caller, message: ToolEnvelope): void {
     if (caller.closed || caller.deliver === undefined) {
-      this.#log("debug", `${describe(message)} dropped: its caller is not connected`);
+      this.#log(
+        "debug",
+        "gateway.caller_gone",
+        `${describe(message)} dropped: its caller is not connected`,
+      );
       return;
     }
     try {
       caller.deliver(message);
     } catch (error) {
-      this.#log("error", `a caller's deliver callback threw on ${describe(message)}: ${error}`);
+      this.#log(
+        "error",
+        "gateway.deliver_failed",
+        `a caller's deliver callback threw on ${describe(message)}: ${error}`,
+      );
+    }
+  }
+
+  #log(level: ToolEndpointNodeLogLevel, event: string, message: string): void {
+    if (this.#toolLogger !== undefined) logSafely(this.#toolLogger, { level, event, message });
+    if (this.#logger === undefined) return;
+    try {
+      this.#logger(level, message);
+    } catch {
+      // A failing logger must not stop the gateway.
     }
   }
 
   #drop(message: string): void {
     this.#stats.dropped += 1;
-    this.#log("warn", `dropped: ${message}`);
+    this.#log("warn", "gateway.dropped", `dropped: ${message}`);
   }
 }
 

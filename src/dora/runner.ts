@@ -7,6 +7,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
+import { logSafely, type ToolLogger } from "../endpoint/log.ts";
 
 /** A log level of the runner. */
 export type ToolEndpointNodeLogLevel = "debug" | "info" | "warn" | "error";
@@ -44,8 +45,19 @@ export interface ToolEndpointNodeOptions {
   readonly graceMs?: number;
   /** Called once when shutdown begins, before in-flight requests are awaited (e.g. handler.close). */
   readonly onShutdown?: () => Promise<void>;
-  /** Receives log lines (default: warnings and errors to the transport's log, else stderr). */
+  /**
+   * Receives log lines. Without it and without `toolLogger`, warnings and errors go to the
+   * transport's log, else to stderr.
+   */
   readonly logger?: ToolEndpointNodeLogger;
+  /**
+   * Receives the runner's structured records (events `node.read_failed`, `node.request_failed`,
+   * `node.publish_failed`, `node.shutdown_hook_failed`, `node.grace_exceeded`,
+   * `node.transport_close_failed`, and `node.dora_event`, `node.input_ignored` at `debug` or
+   * `info`), in addition to `logger` when both are given. (Not named `logger`: that option
+   * keeps its `(level, message)` form.)
+   */
+  readonly toolLogger?: ToolLogger;
 }
 
 /** Why a {@linkcode ToolEndpointNode} stopped serving. */
@@ -127,7 +139,8 @@ export class ToolEndpointNode {
   readonly #responseOutputId: string;
   readonly #graceMs: number;
   readonly #onShutdown: (() => Promise<void>) | undefined;
-  readonly #logger: ToolEndpointNodeLogger;
+  readonly #logger: ToolEndpointNodeLogger | undefined;
+  readonly #toolLogger: ToolLogger | undefined;
   readonly #inFlight = new Set<Promise<void>>();
   #stopRequested = false;
   #wake: ((value: "requested") => void) | null = null;
@@ -173,7 +186,16 @@ export class ToolEndpointNode {
     this.#responseOutputId = options.responseOutputId ?? DEFAULT_RESPONSE_OUTPUT;
     this.#graceMs = graceMs;
     this.#onShutdown = options.onShutdown;
-    this.#logger = options.logger ?? defaultLogger(options.transport);
+    const toolLogger: unknown = options.toolLogger;
+    if (toolLogger !== undefined && typeof toolLogger !== "function") {
+      throw new TypeError(
+        "Cannot create a ToolEndpointNode as 'toolLogger' must be a function: current value is " +
+          String(toolLogger),
+      );
+    }
+    this.#toolLogger = toolLogger as ToolLogger | undefined;
+    this.#logger = options.logger ??
+      (toolLogger === undefined ? defaultLogger(options.transport) : undefined);
   }
 
   /** The live counters (the same object {@linkcode ToolEndpointNode.run} resolves with). */
@@ -216,7 +238,12 @@ export class ToolEndpointNode {
       this.#stats.stopReason = await this.#serve();
     } catch (error) {
       this.#stats.stopReason = "transport-error";
-      this.#log("error", `reading the next Dora event failed: ${describe(error)}`);
+      this.#log(
+        "error",
+        "node.read_failed",
+        `reading the next Dora event failed: ${describe(error)}`,
+        error,
+      );
       failure = { error };
     }
     const reason = this.#stats.stopReason;
@@ -237,7 +264,12 @@ export class ToolEndpointNode {
       if (event === "requested") {
         // Still pending: the shutdown handles what it returns (see #drain and #finishRead).
         this.#pendingNext = next.catch((error) => {
-          this.#log("warn", `reading the next Dora event failed after stop(): ${describe(error)}`);
+          this.#log(
+            "warn",
+            "node.read_failed",
+            `reading the next Dora event failed after stop(): ${describe(error)}`,
+            error,
+          );
           return null;
         });
         return "requested";
@@ -254,6 +286,7 @@ export class ToolEndpointNode {
       this.#count(event.type);
       this.#log(
         event.type === "error" ? "warn" : "info",
+        "node.dora_event",
         `Dora event ${event.type} received; still serving`,
       );
     }
@@ -268,7 +301,7 @@ export class ToolEndpointNode {
     stats.inputs++;
     stats.lastTimestampMs.set(id, timestampMs);
     if (id !== this.#requestInputId) {
-      this.#log("debug", `input "${id}" (${data.length} bytes) ignored`);
+      this.#log("debug", "node.input_ignored", `input "${id}" (${data.length} bytes) ignored`);
       return;
     }
     stats.requests++;
@@ -283,7 +316,12 @@ export class ToolEndpointNode {
       () => undefined,
       (error) => {
         stats.errors++;
-        this.#log("error", `request ${request} (${data.length} bytes) failed: ${describe(error)}`);
+        this.#log(
+          "error",
+          "node.request_failed",
+          `request ${request} (${data.length} bytes) failed: ${describe(error)}`,
+          error,
+        );
       },
     ).finally(() => this.#inFlight.delete(tracked));
     this.#inFlight.add(tracked);
@@ -304,7 +342,12 @@ export class ToolEndpointNode {
       await this.#transport.sendOutput(this.#responseOutputId, response);
     } catch (error) {
       this.#stats.sendFailures++;
-      this.#log("error", `publishing on "${this.#responseOutputId}" failed: ${describe(error)}`);
+      this.#log(
+        "error",
+        "node.publish_failed",
+        `publishing on "${this.#responseOutputId}" failed: ${describe(error)}`,
+        error,
+      );
       throw error;
     }
     this.#stats.responses++;
@@ -324,10 +367,20 @@ export class ToolEndpointNode {
     if (this.#onShutdown !== undefined) {
       try {
         shutdownHook = Promise.resolve(this.#onShutdown()).catch((error) => {
-          this.#log("error", `onShutdown failed: ${describe(error)}`);
+          this.#log(
+            "error",
+            "node.shutdown_hook_failed",
+            `onShutdown failed: ${describe(error)}`,
+            error,
+          );
         });
       } catch (error) {
-        this.#log("error", `onShutdown failed: ${describe(error)}`);
+        this.#log(
+          "error",
+          "node.shutdown_hook_failed",
+          `onShutdown failed: ${describe(error)}`,
+          error,
+        );
       }
     }
     shutdownHook = shutdownHook.then(() => void (hookSettled = true));
@@ -353,6 +406,7 @@ export class ToolEndpointNode {
       this.#stats.abandoned = this.#inFlight.size;
       this.#log(
         "warn",
+        "node.grace_exceeded",
         `shutdown grace of ${this.#graceMs} ms over after ${
           Math.round(performance.now() - started)
         } ms: ${this.#inFlight.size} request(s) still running${
@@ -363,7 +417,12 @@ export class ToolEndpointNode {
     try {
       await this.#transport.close();
     } catch (error) {
-      this.#log("error", `closing the Dora transport failed: ${describe(error)}`);
+      this.#log(
+        "error",
+        "node.transport_close_failed",
+        `closing the Dora transport failed: ${describe(error)}`,
+        error,
+      );
     }
   }
 
@@ -419,7 +478,12 @@ export class ToolEndpointNode {
       try {
         this.#transport.stopReading!();
       } catch (error) {
-        this.#log("warn", `ending the pending Dora event read failed: ${describe(error)}`);
+        this.#log(
+          "warn",
+          "node.read_failed",
+          `ending the pending Dora event read failed: ${describe(error)}`,
+          error,
+        );
       }
     }
     let event: DoraEvent | null | undefined;
@@ -441,7 +505,7 @@ export class ToolEndpointNode {
       return;
     }
     this.#count(event.type);
-    this.#log("debug", `Dora event ${event.type} received ${when}`);
+    this.#log("debug", "node.dora_event", `Dora event ${event.type} received ${when}`);
   }
 
   /** The transport's next event; a failed read while shutting down ends the reading (logged). */
@@ -450,20 +514,36 @@ export class ToolEndpointNode {
       return this.#transport.nextEvent().catch((error) => {
         this.#log(
           "warn",
+          "node.read_failed",
           `reading the next Dora event while shutting down failed: ${describe(error)}`,
+          error,
         );
         return null;
       });
     } catch (error) {
       this.#log(
         "warn",
+        "node.read_failed",
         `reading the next Dora event while shutting down failed: ${describe(error)}`,
+        error,
       );
       return Promise.resolve(null);
     }
   }
 
-  #log(level: ToolEndpointNodeLogLevel, message: string): void {
+  #log(level: ToolEndpointNodeLogLevel, event: string, message: string, error?: unknown): void {
+    if (this.#toolLogger !== undefined) {
+      logSafely(
+        this.#toolLogger,
+        error === undefined ? { level, event, message } : {
+          level,
+          event,
+          message,
+          error,
+        },
+      );
+    }
+    if (this.#logger === undefined) return;
     try {
       this.#logger(level, message);
     } catch {

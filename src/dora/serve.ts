@@ -10,6 +10,7 @@
  */
 import type { ToolEndpointHandler } from "../handler/handler.ts";
 import { settleWithin } from "../_internal/async.ts";
+import { consoleLogger } from "../endpoint/log.ts";
 import { EndpointNodeLifecycle, type EndpointNodeLifecycleOptions } from "../node/node.ts";
 import { DoraToolEndpointBinding } from "./binding.ts";
 import { encodeToolEnvelopeIpc } from "./fast_ipc.ts";
@@ -42,7 +43,12 @@ export interface ServeToolEndpointOptions {
    * milliseconds (default 5000); see {@linkcode serveToolEndpoint} for the whole bound.
    */
   readonly graceMs?: number;
-  /** Where the node logs. */
+  /**
+   * Where the node logs, as `(level, message)` lines: when given, the runner's lines, a failing
+   * health callback and the binding's failures go here instead. Without it, they are records to
+   * the handler's `logger` (its `logger` option; when that is the default, the runner's own lines
+   * go to the transport's log as before).
+   */
   readonly logger?: ToolEndpointNodeLogger;
   /**
    * How requests are decoded and messages encoded: `"fast"` (default) with the specialised
@@ -207,6 +213,10 @@ export function serveToolEndpoint(
     // A backstop only: every step of onShutdown has its own bound, and their sum is this.
     graceMs: 3 * graceMs + unregisterBoundMs,
     logger: options.logger,
+    // One logger set on the handler reaches the runner too; the default keeps the Dora log.
+    toolLogger: options.logger === undefined && handler.logger !== consoleLogger
+      ? handler.logger
+      : undefined,
     // Stop admitting, let every admitted execution end and its terminal event go out (settle);
     // with a lifecycle then report unavailable and unregister (lifecycle.shutdown, whose own
     // handler.close finds nothing left to wait for). The runner then closes the transport.

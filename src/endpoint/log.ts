@@ -78,3 +78,43 @@ export const consoleLogger: ToolLogger = (record: ToolLogRecord): void => {
   if (record.error === undefined) console[method](line);
   else console[method](line, record.error);
 };
+
+/**
+ * Hands `record` to `logger`. A logger must not throw; one that does cannot report itself, so the
+ * console gets the record and a `logger.failed` record with the throw. Internal: every part of the
+ * package logs through this, so a broken logger never breaks the caller.
+ */
+export function logSafely(logger: ToolLogger, record: ToolLogRecord): void {
+  try {
+    logger(record);
+  } catch (error) {
+    consoleLogger(record);
+    consoleLogger({ level: "error", event: "logger.failed", message: "the logger threw", error });
+  }
+}
+
+/** The identifier fields of a {@linkcode ToolLogRecord}, read from anything that has them. */
+export type ToolLogIds = Pick<
+  ToolLogRecord,
+  "endpointId" | "operation" | "invocationId" | "attemptId" | "requestId"
+>;
+
+/**
+ * The identifier fields of a record concerning one message (a `ToolEnvelope` has them all).
+ * Internal.
+ */
+export function logIdsOf(source: {
+  readonly endpointId?: string;
+  readonly operation?: string;
+  readonly invocationId?: string;
+  readonly attemptId?: string;
+  readonly requestId?: string;
+}): ToolLogIds {
+  return {
+    endpointId: source.endpointId,
+    operation: source.operation,
+    invocationId: source.invocationId,
+    attemptId: source.attemptId,
+    requestId: source.requestId,
+  };
+}

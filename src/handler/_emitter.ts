@@ -30,6 +30,8 @@ export interface EmitterHost {
    * provider's authoritative result must be available); throws when it cannot.
    */
   establishTerminalForEvent(phase: TerminalExecutionPhase): Promise<void>;
+  /** Reports an event refused or a publication failed, for the handler's logger. */
+  report(level: "warn" | "error", event: string, message: string, error?: unknown): void;
 }
 
 /**
@@ -86,6 +88,11 @@ export class ExecutionEmitter implements ToolEventEmitter {
   async emit(event: ToolEvent): Promise<void> {
     if (!(event instanceof ToolEvent)) throw new TypeError("event must be a ToolEvent");
     if (this.#pending >= this.#maxPendingEvents) {
+      this.#host.report(
+        "warn",
+        "event.pending_overflow",
+        `a ${event.type} event was refused: ${this.#maxPendingEvents} events wait to be published`,
+      );
       throw new ToolProtocolError(
         ToolErrorCodes.ENDPOINT_EVENT_SINK_UNAVAILABLE,
         `Tool endpoint has ${this.#maxPendingEvents} events waiting to be published; ` +
@@ -106,7 +113,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
       : undefined;
     let release = await this.#lock.acquire();
     try {
-      if (this.#closed || this.#terminalPending) throw afterTerminal();
+      if (this.#closed || this.#terminalPending) throw this.#afterTerminal(event);
       if (phase !== undefined) this.#terminalPending = true;
     } finally {
       release();
@@ -115,6 +122,12 @@ export class ExecutionEmitter implements ToolEventEmitter {
       try {
         await this.#host.establishTerminalForEvent(phase);
       } catch (error) {
+        this.#host.report(
+          "error",
+          "event.terminal_failed",
+          `the ${event.type} event's terminal barrier failed: the event was refused`,
+          error,
+        );
         this.#terminalPending = false;
         if (this.#closed) this.#finish();
         throw error;
@@ -126,11 +139,17 @@ export class ExecutionEmitter implements ToolEventEmitter {
       if (this.#converged) {
         // The handler ended the execution while this event waited: it has its terminal event.
         this.#terminalPending = false;
-        throw afterTerminal();
+        throw this.#afterTerminal(event);
       }
       if (!this.#accepted && this.#buffer.length >= this.#maxEarlyEvents) {
         this.#terminalPending = false;
         this.overflowed = true;
+        this.#host.report(
+          "warn",
+          "event.early_overflow",
+          `a ${event.type} event was refused: more than ${this.#maxEarlyEvents} events before ` +
+            "acceptance; the start converges to unknown",
+        );
         throw new ToolProtocolError(
           ToolErrorCodes.ENDPOINT_EARLY_EVENT_BUFFER_OVERFLOW,
           `Tool endpoint emitted more than ${this.#maxEarlyEvents} events before acceptance`,
@@ -157,7 +176,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
           "Tool endpoint emitted after acceptance without an asynchronous event sink: pass { eventSink } to dispatch()",
         );
       }
-      await this.#sink(envelope);
+      await this.#publish(this.#sink, envelope);
     } finally {
       release();
       if (publishing && (this.#accepted || this.#rejected)) this.#finish();
@@ -237,11 +256,35 @@ export class ExecutionEmitter implements ToolEventEmitter {
         sequence: this.#nextSequence,
       });
       this.#nextSequence++;
-      await this.#sink(envelope);
+      await this.#publish(this.#sink, envelope);
     } finally {
       release();
       this.#finish();
     }
+  }
+
+  /** Hands one envelope to the sink; a failure is reported, then raised to the emitter. */
+  async #publish(sink: ToolEventSink, envelope: ToolEnvelope): Promise<void> {
+    try {
+      await sink(envelope);
+    } catch (error) {
+      this.#host.report(
+        "error",
+        "event.sink_failed",
+        `publishing event ${envelope.sequence} (${String(envelope.payload.type)}) failed`,
+        error,
+      );
+      throw error;
+    }
+  }
+
+  #afterTerminal(event: ToolEvent): ToolProtocolError {
+    this.#host.report(
+      "warn",
+      "event.after_terminal",
+      `a ${event.type} event was refused: the execution's event progression already ended`,
+    );
+    return afterTerminal();
   }
 }
 

@@ -19,6 +19,8 @@ import { deepEqual } from "../_internal/json.ts";
 import { type Resolvers, withResolvers } from "../_internal/async.ts";
 import type { ExecutionEmitter } from "./_emitter.ts";
 import type { DeadlineTimer } from "./_abort.ts";
+import { OperationMeter } from "./_metrics.ts";
+import { endInvocationSpan, type ToolSpan } from "../endpoint/trace.ts";
 
 /**
  * Where an execution record stands:
@@ -59,6 +61,10 @@ export interface ExecutionRecord {
   deadlineTimer: DeadlineTimer | undefined;
   /** Removes the execution's handler-close listener (set while the execution is linked). */
   unlinkLifetime: (() => void) | undefined;
+  /** `performance.now()` at admission (invoked records; 0 for observations), for the latency. */
+  readonly admittedAt: number;
+  /** The invocation's span while it runs (with a tracer), ended when its outcome is established. */
+  span: ToolSpan | undefined;
 }
 
 /** The shape of the `unknown` errors the handler converges executions with. */
@@ -90,6 +96,7 @@ export function atCapacity(operation: string): ToolError {
 export class ExecutionLedger {
   readonly #records = new Map<string, ExecutionRecord>();
   readonly #permits = new Map<string, number>();
+  readonly #meters = new Map<string, OperationMeter>();
   readonly #maxRetained: number;
   readonly #permitsChanged: () => void;
 
@@ -98,7 +105,10 @@ export class ExecutionLedger {
    * `permitsChanged` is called after a permit was taken or released.
    */
   constructor(operations: Iterable<string>, maxRetained: number, permitsChanged: () => void) {
-    for (const operation of operations) this.#permits.set(operation, 0);
+    for (const operation of operations) {
+      this.#permits.set(operation, 0);
+      this.#meters.set(operation, new OperationMeter());
+    }
     this.#maxRetained = maxRetained;
     this.#permitsChanged = permitsChanged;
   }
@@ -116,6 +126,22 @@ export class ExecutionLedger {
   /** Permits in use by operation. */
   get permits(): ReadonlyMap<string, number> {
     return this.#permits;
+  }
+
+  /**
+   * The counters of `operation`: admissions and capacity rejections are counted here, each
+   * invoked execution's terminal outcome once, when its result is first established.
+   */
+  meter(operation: string): OperationMeter {
+    return this.#meters.get(operation)!;
+  }
+
+  /** Counts the outcome of an invoked record whose terminal result was just established. */
+  #counted(record: ExecutionRecord, result: ToolResult): void {
+    if (!record.invoked) return;
+    this.#meters.get(record.operation)!.finish(result.status, record.admittedAt);
+    endInvocationSpan(record.span, result.status);
+    record.span = undefined;
   }
 
   /** The records, least recently used first. */
@@ -153,8 +179,13 @@ export class ExecutionLedger {
     requestId: string | undefined,
   ): ExecutionRecord | ToolError {
     const inUse = this.#permits.get(operation)!;
-    if (inUse >= maxConcurrency) return atCapacity(operation);
+    const meter = this.#meters.get(operation)!;
+    if (inUse >= maxConcurrency) {
+      meter.rejected++;
+      return atCapacity(operation);
+    }
     if (!this.#makeRoom()) {
+      meter.rejected++;
       return new ToolError({
         code: ToolErrorCodes.ENDPOINT_CAPACITY,
         message: "execution retention is full of active records",
@@ -177,7 +208,10 @@ export class ExecutionLedger {
       abort: new AbortController(),
       deadlineTimer: undefined,
       unlinkLifetime: undefined,
+      admittedAt: performance.now(),
+      span: undefined,
     };
+    meter.admitted++;
     this.#records.set(key.id, record);
     this.#permits.set(operation, inUse + 1);
     this.#permitsChanged();
@@ -222,6 +256,7 @@ export class ExecutionLedger {
     const toolError = new ToolError(error);
     const result = new ToolResult({ status: "unknown", error: toolError });
     record.result = result;
+    this.#counted(record, result);
     record.status = new ToolExecutionStatus({ phase: "unknown", error: toolError });
     this.releasePermit(record);
     this.unlink(record);
@@ -264,6 +299,7 @@ export class ExecutionLedger {
       );
     }
     record.status = status;
+    if (record.result === undefined) this.#counted(record, result);
     record.result = result;
     if (record.phase === "observed") this.settle(record, result, "terminal");
     else if (record.phase === "accepted") record.phase = "terminal";
@@ -315,6 +351,8 @@ export class ExecutionLedger {
       abort: undefined,
       deadlineTimer: undefined,
       unlinkLifetime: undefined,
+      admittedAt: 0,
+      span: undefined,
     };
     this.#records.set(key.id, record);
     return record;

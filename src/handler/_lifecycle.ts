@@ -31,6 +31,9 @@ import {
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import type { ExecutionLedger, ExecutionRecord, UnknownErrorShape } from "./_ledger.ts";
 import { type AbortFanout, raceAbort } from "./_abort.ts";
+import type { ToolLogIds, ToolLogLevel } from "../endpoint/log.ts";
+import { endInvocationSpan, startInvocationSpan, type ToolTracer } from "../endpoint/trace.ts";
+import { showValue } from "../_internal/repr.ts";
 
 /** What the lifecycle needs from its handler: provider calls, signals and admission. */
 export interface LifecycleHost {
@@ -53,6 +56,12 @@ export interface LifecycleHost {
   ): () => void;
   /** The fan-out of a caller's abort signal. */
   callerFanout(signal: AbortSignal): AbortFanout;
+  /** The logical endpoint, for log records. */
+  readonly endpointId: string;
+  /** Reports one record to the handler's logger. */
+  log(level: ToolLogLevel, event: string, message: string, ids: ToolLogIds, error?: unknown): void;
+  /** The handler's tracer, if any. */
+  readonly tracer: ToolTracer | undefined;
 }
 
 const UNKNOWN_START_ERROR = {
@@ -131,7 +140,10 @@ export class ExecutionLifecycle {
       return [await this.#replay(known, request, callerSignal)];
     }
     const refusal = this.#host.admissionRefusal(context);
-    if (refusal !== undefined) return [makeInvokeResponseEnvelope(refusal, request)];
+    if (refusal !== undefined) {
+      this.#ledger.meter(operation.name).rejected++;
+      return [makeInvokeResponseEnvelope(refusal, request)];
+    }
     const execution = this.#ledger.admit(
       key,
       operation.name,
@@ -140,9 +152,16 @@ export class ExecutionLifecycle {
     );
     if (execution instanceof ToolError) return [makeInvokeResponseEnvelope(execution, request)];
     const host = this.#host;
+    if (host.tracer !== undefined) {
+      execution.span = startInvocationSpan(host.tracer, this.#idsOf(execution));
+    }
     const unlink = host.linkSignals(execution.abort!, context, execution);
     const emitter = new ExecutionEmitter(
-      { establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase) },
+      {
+        establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase),
+        report: (level, event, message, error) =>
+          host.log(level, event, message, this.#idsOf(execution), error),
+      },
       context,
       host.endpointInstanceId,
       host.maxEarlyEvents,
@@ -160,7 +179,11 @@ export class ExecutionLifecycle {
         ? start
         : raceAbort(start, host.callerFanout(callerSignal)));
       if (!(accepted instanceof ToolAccepted)) {
-        throw new TypeError("Tool endpoint start() must return a ToolAccepted");
+        throw new TypeError(
+          `Tool endpoint start() must return a ToolAccepted: current value is ${
+            showValue(accepted)
+          }`,
+        );
       }
       if (emitter.overflowed) {
         throw new ToolProtocolError(
@@ -170,6 +193,12 @@ export class ExecutionLifecycle {
       }
     } catch (error) {
       if (callerSignal?.aborted && error === callerSignal.reason) {
+        host.log(
+          "warn",
+          "execution.caller_aborted",
+          "the dispatch was abandoned while start() ran; the execution converged to unknown",
+          this.#idsOf(execution),
+        );
         this.#convergeStartUnknown(execution);
         execution.abort!.abort(callerSignal.reason);
         unlink();
@@ -180,11 +209,22 @@ export class ExecutionLifecycle {
         if (execution.result !== undefined) {
           this.#ledger.settle(execution, execution.result, "terminal");
         } else {
+          // A provider's rejection is an answer, not a failure: counted, not logged.
+          this.#ledger.meter(operation.name).rejected++;
+          endInvocationSpan(execution.span, "rejected");
+          execution.span = undefined;
           this.#ledger.releasePermit(execution);
           this.#ledger.unlink(execution);
           this.#ledger.settle(execution, error.error, "rejected");
         }
       } else {
+        host.log(
+          "error",
+          "provider.start_failed",
+          "start() failed after dispatch; the execution converged to unknown",
+          this.#idsOf(execution),
+          error,
+        );
         this.#convergeStartUnknown(execution);
       }
       unlink();
@@ -290,6 +330,7 @@ export class ExecutionLifecycle {
   ): Promise<void> {
     let event: ToolEvent | undefined;
     if (record.result === undefined) {
+      this.#host.log("warn", "execution.unknown", error.message, this.#idsOf(record));
       const result = this.#ledger.convergeUnknown(record, error);
       record.phase = "terminal";
       if (publish) {
@@ -302,8 +343,19 @@ export class ExecutionLifecycle {
     try {
       await record.emitter!.converge(event);
     } catch {
-      // The sink's owner saw and reported the failure; close() only bounds the wait.
+      // Reported as event.sink_failed by the emitter; close() only bounds the wait.
     }
+  }
+
+  /** The identifier fields of records about one execution. */
+  #idsOf(record: ExecutionRecord): ToolLogIds {
+    return {
+      endpointId: this.#host.endpointId,
+      operation: record.operation,
+      invocationId: record.key.invocationId,
+      attemptId: record.key.attemptId,
+      requestId: record.admittedBy,
+    };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -401,7 +453,11 @@ export class ExecutionLifecycle {
         provider[method](key, reason, this.#host.callOptions())
       );
       if (!(response instanceof ToolControlResponse)) {
-        throw new TypeError(`Tool endpoint ${method}() must return a ToolControlResponse`);
+        throw new TypeError(
+          `Tool endpoint ${method}() must return a ToolControlResponse: current value is ${
+            showValue(response)
+          }`,
+        );
       }
     }
     const control = response as ToolControlResponse;

@@ -32,14 +32,30 @@ import {
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
 import { invokeRequestFromEnvelope, validateMessageEnvelope } from "../wire/messages.ts";
-import { pyRepr } from "../_internal/repr.ts";
+import { pyRepr, showValue } from "../_internal/repr.ts";
+import { optionMessage } from "../_internal/options.ts";
+import {
+  consoleLogger,
+  logIdsOf,
+  logSafely,
+  type ToolLogger,
+  type ToolLogIds,
+  type ToolLogLevel,
+} from "../endpoint/log.ts";
 import { settleWithin } from "../_internal/async.ts";
 import type { ToolEventSink } from "./_emitter.ts";
 import { atCapacity, ExecutionLedger, type ExecutionRecord } from "./_ledger.ts";
 import { ExecutionLifecycle } from "./_lifecycle.ts";
+import { endInvocationSpan, startInvocationSpan, type ToolTracer } from "../endpoint/trace.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
+import { OperationMeter, type ToolEndpointMetrics, type ToolOperationMetrics } from "./_metrics.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
+export {
+  type ToolEndpointMetrics,
+  ToolLatencyHistogram,
+  type ToolOperationMetrics,
+} from "./_metrics.ts";
 
 /**
  * The route headers of a request, what {@linkcode ToolEndpointHandler.validateRequestRoute}
@@ -85,6 +101,21 @@ export interface ToolEndpointHandlerOptions {
   readonly enforceDeadlines?: boolean;
   /** The wall clock in Unix epoch milliseconds, for deadlines (default `Date.now`). */
   readonly now?: () => number;
+  /**
+   * Where every provider failure and every handler event is reported, one structured record
+   * each (see the README's "Observability" section for the event names). The binding, the node
+   * runner and the node lifecycle built on this handler report to it too unless given their
+   * own.
+   *
+   * @default {consoleLogger}
+   */
+  readonly logger?: ToolLogger;
+  /**
+   * Starts one span per admitted invocation, ended with its outcome (see
+   * {@linkcode ToolTracer}); {@linkcode denoTracer} gives Deno's built-in OpenTelemetry tracer
+   * when it is enabled. Without it nothing is traced and nothing is allocated for tracing.
+   */
+  readonly tracer?: ToolTracer;
 }
 
 /** Options of {@linkcode ToolEndpointHandler.dispatch}. */
@@ -142,11 +173,44 @@ const ABANDONED = new ToolProtocolError(
   "the endpoint handler closed before the provider answered",
 );
 
-function checkPositive(value: unknown, name: string): number {
+const CREATE_HANDLER = "create the handler";
+
+function checkPositive(value: unknown, option: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(`${name} must be a positive integer`);
+    throw new RangeError(optionMessage(CREATE_HANDLER, option, "a positive integer", value));
   }
   return value;
+}
+
+/**
+ * Provider failures answered as a protocol error that are the provider's fault (a changed
+ * terminal record, a backward transition...), logged as such; the other protocol errors of a
+ * status, result or control request (a key bound to another operation, a full ledger, a call
+ * abandoned at close) are the caller's or the handler's.
+ */
+const PROVIDER_FAULTS: ReadonlySet<string> = new Set([
+  ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
+  ToolErrorCodes.ENDPOINT_TERMINAL_MISMATCH,
+  ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
+  ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
+  ToolErrorCodes.CORRELATION_MISMATCH,
+]);
+
+/** The record event of a failed status, result or control request. */
+const REQUEST_FAILED_EVENT: Readonly<Record<string, string>> = {
+  "tool.status.request": "provider.status_failed",
+  "tool.result.request": "provider.result_failed",
+  "tool.control.request": "provider.control_failed",
+};
+
+/** The identifier fields of records about the execution of `context`. */
+function contextIds(endpointId: string, context: ToolContext): ToolLogIds {
+  return {
+    endpointId,
+    operation: context.operation,
+    invocationId: context.executionKey.invocationId,
+    attemptId: context.executionKey.attemptId,
+  };
 }
 
 function protocolErrorResponse(error: ToolProtocolError, request: ToolEnvelope): ToolEnvelope {
@@ -244,6 +308,10 @@ export class ToolEndpointHandler {
   readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
   readonly #enforceDeadlines: boolean;
   readonly #now: () => number;
+  readonly #logger: ToolLogger;
+  readonly #tracer: ToolTracer | undefined;
+  /** The counters of Query operations (the ledger keeps those of Actions and Sessions). */
+  readonly #queryMeters = new Map<string, OperationMeter>();
   readonly #activeQueries = new Map<string, number>();
   readonly #ledger: ExecutionLedger;
   readonly #lifecycle: ExecutionLifecycle;
@@ -268,13 +336,22 @@ export class ToolEndpointHandler {
    */
   constructor(descriptor: ToolEndpointDescriptor, options: ToolEndpointHandlerOptions) {
     if (!(descriptor instanceof ToolEndpointDescriptor)) {
-      throw new TypeError("descriptor must be a ToolEndpointDescriptor");
+      throw new TypeError(
+        optionMessage(CREATE_HANDLER, "descriptor", "a ToolEndpointDescriptor", descriptor),
+      );
     }
     if (descriptor.protocolVersion !== TOOL_ENDPOINT_PROTOCOL) {
-      throw new RangeError(`descriptor.protocol_version must equal '${TOOL_ENDPOINT_PROTOCOL}'`);
+      throw new RangeError(
+        optionMessage(
+          CREATE_HANDLER,
+          "descriptor.protocolVersion",
+          `'${TOOL_ENDPOINT_PROTOCOL}'`,
+          descriptor.protocolVersion,
+        ),
+      );
     }
     if (typeof options !== "object" || options === null) {
-      throw new TypeError("options must be an object");
+      throw new TypeError(optionMessage(CREATE_HANDLER, "options", "an object", options));
     }
     const operations: unknown = options.operations;
     const isMap = operations instanceof Map;
@@ -282,27 +359,14 @@ export class ToolEndpointHandler {
       !isMap &&
       (typeof operations !== "object" || operations === null || Array.isArray(operations))
     ) {
-      throw new TypeError("operations must be a mapping");
+      throw new TypeError(optionMessage(CREATE_HANDLER, "operations", "a mapping", operations));
     }
-    const maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "max_early_events");
+    const maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "maxEarlyEvents");
     const maxRetained = checkPositive(
       options.maxRetainedExecutions ?? 1024,
-      "max_retained_executions",
+      "maxRetainedExecutions",
     );
-    const maxPendingEvents: unknown = options.maxPendingEvents ?? 1024;
-    if (
-      typeof maxPendingEvents !== "number" || !Number.isSafeInteger(maxPendingEvents) ||
-      maxPendingEvents <= 0
-    ) {
-      throw new RangeError(
-        "Cannot create the handler as 'maxPendingEvents' must be a positive integer: " +
-          `current value is ${
-            typeof maxPendingEvents === "string"
-              ? JSON.stringify(maxPendingEvents)
-              : String(maxPendingEvents)
-          }`,
-      );
-    }
+    const maxPendingEvents = checkPositive(options.maxPendingEvents ?? 1024, "maxPendingEvents");
     const implementations = new Map<string, ToolEndpointImplementation>();
     const entries = isMap
       ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
@@ -341,11 +405,32 @@ export class ToolEndpointHandler {
     }
     const instance: unknown = options.endpointInstanceId;
     if (typeof instance !== "string" || isBlankInstanceId(instance)) {
-      throw new RangeError("endpoint_instance_id must be a non-empty string");
+      throw new RangeError(
+        optionMessage(CREATE_HANDLER, "endpointInstanceId", "a non-empty string", instance),
+      );
     }
     if (hasLoneSurrogate(instance)) {
-      throw new RangeError("endpoint_instance_id must contain valid Unicode scalar values");
+      throw new RangeError(
+        "Cannot create the handler as 'endpointInstanceId' must contain valid Unicode scalar " +
+          `values: current value is ${JSON.stringify(instance)}`,
+      );
     }
+    const logger: unknown = options.logger;
+    if (logger !== undefined && typeof logger !== "function") {
+      throw new TypeError(optionMessage(CREATE_HANDLER, "logger", "a function", logger));
+    }
+    this.#logger = (logger as ToolLogger | undefined) ?? consoleLogger;
+    const tracer: unknown = options.tracer;
+    if (
+      tracer !== undefined &&
+      (typeof tracer !== "object" || tracer === null ||
+        typeof (tracer as ToolTracer).startSpan !== "function")
+    ) {
+      throw new TypeError(
+        optionMessage(CREATE_HANDLER, "tracer", "an object with a startSpan() method", tracer),
+      );
+    }
+    this.#tracer = tracer as ToolTracer | undefined;
     this.#descriptor = descriptor;
     this.#endpointInstanceId = instance;
     this.#implementations = implementations;
@@ -354,8 +439,12 @@ export class ToolEndpointHandler {
     );
     const executing: string[] = [];
     for (const operation of descriptor.operations) {
-      if (operation.semantics === "query") this.#activeQueries.set(operation.name, 0);
-      else executing.push(operation.name);
+      if (operation.semantics === "query") {
+        this.#activeQueries.set(operation.name, 0);
+        this.#queryMeters.set(operation.name, new OperationMeter());
+      } else {
+        executing.push(operation.name);
+      }
     }
     this.#ledger = new ExecutionLedger(executing, maxRetained, () => this.#stateChanged());
     this.#lifecycle = new ExecutionLifecycle(this.#ledger, {
@@ -369,6 +458,9 @@ export class ToolEndpointHandler {
       admissionRefusal: (context) => this.#admissionRefusal(context),
       linkSignals: (controller, context, record) => this.#linkSignals(controller, context, record),
       callerFanout: (signal) => this.#callerFanout(signal),
+      endpointId: descriptor.endpointId,
+      log: (level, event, message, ids, error) => this.#log(level, event, message, ids, error),
+      tracer: this.#tracer,
     });
     this.#enforceDeadlines = options.enforceDeadlines === true;
     this.#now = options.now ?? Date.now;
@@ -389,11 +481,69 @@ export class ToolEndpointHandler {
     return this.#descriptor.operations.map((operation) => operation.name);
   }
 
+  /** Where this handler reports (its `logger` option, else {@linkcode consoleLogger}). */
+  get logger(): ToolLogger {
+    return this.#logger;
+  }
+
+  /**
+   * A snapshot of the per-operation counters and latency histograms (see
+   * {@linkcode ToolOperationMetrics}): invokes admitted and rejected, and admitted executions by
+   * terminal outcome, each counted once, when its outcome is first established (a Query when its
+   * provider answers; an Action or Session when a status or result read, a terminal event, a
+   * failed start or a convergence establishes it). Counting costs a few additions per execution
+   * and never allocates; reading copies the numbers.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { defineEndpoint, defineQuery } from "@forge/tool";
+   * const handler = defineEndpoint({
+   *   endpointId: "vision.yolo",
+   *   operations: { detect: defineQuery(() => ({ objects: [] })) },
+   * }).createHandler({ endpointInstanceId: "yolo-1" });
+   * const detect = handler.metrics.operations.detect;
+   * assertEquals([detect.admitted, detect.succeeded, detect.latency.count], [0, 0, 0]);
+   * assertEquals(detect.latency.p99, undefined);
+   * ```
+   */
+  get metrics(): ToolEndpointMetrics {
+    const operations: Record<string, ToolOperationMetrics> = {};
+    for (const { name, semantics } of this.#descriptor.operations) {
+      const meter = semantics === "query" ? this.#queryMeters.get(name)! : this.#ledger.meter(name);
+      operations[name] = meter.snapshot();
+    }
+    return Object.freeze({ operations: Object.freeze(operations) });
+  }
+
+  /**
+   * Reports one record to the handler's logger (a throwing logger cannot break the handler). A
+   * provider call the handler abandoned at close() is the shutdown's doing: never an error.
+   */
+  #log(
+    level: ToolLogLevel,
+    event: string,
+    message: string,
+    ids: ToolLogIds,
+    error?: unknown,
+  ): void {
+    logSafely(
+      this.#logger,
+      error === undefined ? { level, event, message, ...ids } : {
+        level: error === ABANDONED && level === "error" ? "warn" : level,
+        event,
+        message,
+        ...ids,
+        error,
+      },
+    );
+  }
+
   /**
    * Calls `listener` after an Action or Session admission permit was taken or released, so a
    * health reporter sees `busy` and `ready` when they happen rather than on its next period.
    * Calls are coalesced to one per microtask turn and made outside the handler's own work; a
-   * listener that throws is logged to the console and stays subscribed. Query calls are not
+   * listener that throws is logged (`handler.watcher_failed`) and stays subscribed. Query calls are not
    * signalled (they begin and end inside `dispatch`: check after it). Returns the unsubscribe;
    * `EndpointNodeLifecycle` subscribes its health reporter's `check()` this way.
    */
@@ -419,7 +569,13 @@ export class ToolEndpointHandler {
         try {
           watcher();
         } catch (error) {
-          console.error("ToolEndpointHandler: a watchState listener failed:", error);
+          this.#log(
+            "error",
+            "handler.watcher_failed",
+            "a watchState listener failed; it stays subscribed",
+            { endpointId: this.#descriptor.endpointId },
+            error,
+          );
         }
       }
     });
@@ -623,7 +779,19 @@ export class ToolEndpointHandler {
       if (error instanceof ToolEndpointError) {
         return [makeErrorResponseEnvelope(error.error, request)];
       }
-      if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
+      const isProtocol = error instanceof ToolProtocolError;
+      if (!isProtocol || PROVIDER_FAULTS.has(error.code)) {
+        this.#log(
+          "error",
+          REQUEST_FAILED_EVENT[request.messageType],
+          `answering ${request.messageType} failed through the provider: ${
+            isProtocol ? "it is answered with a protocol error" : "it is not answered"
+          }`,
+          logIdsOf(request),
+          error,
+        );
+      }
+      if (isProtocol) return [protocolErrorResponse(error, request)];
       throw error;
     }
   }
@@ -690,7 +858,18 @@ export class ToolEndpointHandler {
     for (const record of executions) {
       if (!record.emitter!.isFinished) publications.add(this.#lifecycle.shutDown(record));
     }
-    if (this.#inFlight.size > 0) this.#abandon.abort(ABANDONED);
+    if (this.#inFlight.size > 0) {
+      const count = this.#inFlight.size;
+      this.#log(
+        "warn",
+        "handler.calls_abandoned",
+        `close() abandoned ${count} provider call${
+          count === 1 ? "" : "s"
+        } still pending after its grace`,
+        { endpointId: this.#descriptor.endpointId },
+      );
+      this.#abandon.abort(ABANDONED);
+    }
     for (const dispatch of this.#dispatches) publications.add(dispatch);
     // Then let the answers and the terminal events themselves be produced before close() returns.
     await settleWithin(publications, graceMs);
@@ -809,13 +988,23 @@ export class ToolEndpointHandler {
     operation: ToolOperationDescriptor,
   ): Promise<ToolEnvelope> {
     const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
+    const meter = this.#queryMeters.get(operation.name)!;
     const refusal = this.#admissionRefusal(context);
-    if (refusal !== undefined) return makeInvokeResponseEnvelope(refusal, request);
+    if (refusal !== undefined) {
+      meter.rejected++;
+      return makeInvokeResponseEnvelope(refusal, request);
+    }
     // Beyond the reference, which runs every Query at once: a Query holds one of the operation's
     // max_concurrency slots while its provider call is in progress.
     if (this.#activeQueries.get(operation.name)! >= operation.maxConcurrency) {
+      meter.rejected++;
       return makeInvokeResponseEnvelope(atCapacity(operation.name), request);
     }
+    meter.admitted++;
+    const admittedAt = performance.now();
+    const span = this.#tracer === undefined
+      ? undefined
+      : startInvocationSpan(this.#tracer, logIdsOf(request));
     const provider = this.#implementations.get(operation.name) as QueryToolEndpoint;
     const controller = new AbortController();
     const unlink = this.#linkSignals(controller, context);
@@ -828,9 +1017,14 @@ export class ToolEndpointHandler {
       result = await call;
     } catch (error) {
       if (error instanceof ToolEndpointError) {
+        // A provider's rejection is an answer, not a failure: counted, not logged.
+        meter.rejected++;
+        endInvocationSpan(span, "rejected");
         return makeInvokeResponseEnvelope(error.error, request);
       }
       if (error === ABANDONED) {
+        meter.finish("unknown", admittedAt);
+        endInvocationSpan(span, "unknown");
         // The query may have had effects: its outcome is unknown, not a rejection.
         return makeInvokeResponseEnvelope(
           new ToolResult({
@@ -845,6 +1039,8 @@ export class ToolEndpointHandler {
         );
       }
       if (controller.signal.aborted && this.#deadlinePassed(context)) {
+        meter.finish("failed", admittedAt);
+        endInvocationSpan(span, "failed");
         return makeInvokeResponseEnvelope(
           new ToolResult({
             status: "failed",
@@ -857,14 +1053,37 @@ export class ToolEndpointHandler {
           request,
         );
       }
+      meter.finish("failed", admittedAt);
+      endInvocationSpan(span, "failed");
+      this.#log(
+        "error",
+        "provider.query_failed",
+        "query() failed; the request is not answered",
+        logIdsOf(request),
+        error,
+      );
       throw error;
     } finally {
       unlink();
       this.#activeQueries.set(operation.name, this.#activeQueries.get(operation.name)! - 1);
     }
     if (!(result instanceof ToolResult)) {
-      throw new TypeError("QueryToolEndpoint.query() must return a ToolResult");
+      const error = new TypeError(
+        `QueryToolEndpoint.query() must return a ToolResult: current value is ${showValue(result)}`,
+      );
+      meter.finish("failed", admittedAt);
+      endInvocationSpan(span, "failed");
+      this.#log(
+        "error",
+        "provider.query_failed",
+        "query() returned no ToolResult; the request is not answered",
+        logIdsOf(request),
+        error,
+      );
+      throw error;
     }
+    meter.finish(result.status, admittedAt);
+    endInvocationSpan(span, result.status);
     return makeInvokeResponseEnvelope(result, request);
   }
 
@@ -903,7 +1122,17 @@ export class ToolEndpointHandler {
     const unlinkLifetime = this.#onLifetimeEnd.subscribe((reason) => controller.abort(reason));
     let timer: DeadlineTimer | undefined;
     if (this.#enforceDeadlines && context.deadlineMs !== undefined) {
-      timer = atDeadline(context.deadlineMs, this.#now, () => {
+      const deadlineMs = context.deadlineMs;
+      timer = atDeadline(deadlineMs, this.#now, () => {
+        this.#log(
+          "warn",
+          "execution.deadline_exceeded",
+          `deadline_ms ${deadlineMs} passed: the provider's signal aborted`,
+          {
+            ...contextIds(this.#descriptor.endpointId, context),
+            requestId: record?.admittedBy,
+          },
+        );
         controller.abort(new DOMException("deadline_ms passed", "TimeoutError"));
       });
       if (record !== undefined) record.deadlineTimer = timer;

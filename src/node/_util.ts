@@ -1,5 +1,4 @@
 // Helpers of the endpoint node modules (not exported from mod.ts).
-
 /** `base` scaled by a uniform factor in `[1 − jitter, 1 + jitter)`. */
 export function jittered(base: number, jitter: number, random: () => number): number {
   const sample = random();

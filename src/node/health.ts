@@ -10,6 +10,7 @@ import { EndpointStatus } from "../endpoint/models.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointStatusEnvelope } from "../wire/factories.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
+import { logSafely, type ToolLogger } from "../endpoint/log.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { deliver } from "./_util.ts";
 import { optionMessage, requireNumberIn } from "../_internal/options.ts";
@@ -47,21 +48,22 @@ export interface EndpointHealthReporterOptions {
   /**
    * Told when `degraded` or `details` fails, once per run of consecutive failures of that
    * callback (a callback that keeps failing is not reported on every snapshot). A throw here is
-   * ignored.
-   *
-   * @default {console.error}
+   * ignored. When given, it replaces the `logger` record.
    */
   readonly onError?: (error: unknown, callback: HealthCallback) => void;
+  /**
+   * Where a failing `degraded` or `details` callback is reported (event
+   * `health.callback_failed`, level `error`, with the endpoint id), unless `onError` is given.
+   *
+   * @default {the handler's logger}
+   */
+  readonly logger?: ToolLogger;
 }
 
 /** A provider callback of {@linkcode EndpointHealthReporter}: `degraded` or `details`. */
 export type HealthCallback = "degraded" | "details";
 
 const CREATE_REPORTER = "create an EndpointHealthReporter";
-
-function defaultHealthError(error: unknown, callback: HealthCallback): void {
-  console.error(`EndpointHealthReporter: the ${callback}() callback failed:`, error);
-}
 
 /** Options of {@linkcode EndpointHealthReporter.stop}. */
 export interface HealthStopOptions {
@@ -184,7 +186,7 @@ export class EndpointHealthReporter {
       ? undefined
       : requireNumberIn(CREATE_REPORTER, options.pollMs, "pollMs", 0, Infinity, true);
     this.#clock = options.clock ?? SYSTEM_CLOCK;
-    for (const name of ["degraded", "details", "onError"] as const) {
+    for (const name of ["degraded", "details", "onError", "logger"] as const) {
       const value: unknown = options[name];
       if (value !== undefined && typeof value !== "function") {
         throw new TypeError(optionMessage(CREATE_REPORTER, name, "a function", value));
@@ -192,7 +194,16 @@ export class EndpointHealthReporter {
     }
     this.#degraded = options.degraded;
     this.#details = options.details;
-    this.#onError = options.onError ?? defaultHealthError;
+    const logger = options.logger ?? options.handler.logger;
+    const endpointId = options.handler.descriptor.endpointId;
+    this.#onError = options.onError ?? ((error, callback) =>
+      logSafely(logger, {
+        level: "error",
+        event: "health.callback_failed",
+        message: `the ${callback}() callback failed; the snapshot reports degraded`,
+        endpointId,
+        error,
+      }));
   }
 
   /** The state of the last snapshot sent, or `undefined` before the first. */

@@ -5,6 +5,7 @@
  * @module
  */
 import { isBlank } from "../_internal/text.ts";
+import type { ToolLogger } from "../endpoint/log.ts";
 import type { EndpointRegistryResponse } from "../endpoint/models.ts";
 import { ToolEndpointHandler } from "../handler/handler.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
@@ -67,6 +68,13 @@ export interface EndpointNodeLifecycleOptions {
   readonly unregisterTimeoutMs?: number;
   /** Closes the transport; called last in {@linkcode EndpointNodeLifecycle.shutdown}. */
   readonly closeTransport?: () => void | Promise<void>;
+  /**
+   * Where the registration loop and the health reporter report, unless their own settings name
+   * one.
+   *
+   * @default {the handler's logger}
+   */
+  readonly logger?: ToolLogger;
 }
 
 /**
@@ -152,6 +160,10 @@ export class EndpointNodeLifecycle {
     if (typeof options.send !== "function") {
       throw new TypeError(optionMessage(CREATE_LIFECYCLE, "send", "a function", options.send));
     }
+    if (options.logger !== undefined && typeof options.logger !== "function") {
+      throw new TypeError(optionMessage(CREATE_LIFECYCLE, "logger", "a function", options.logger));
+    }
+    const logger = options.logger ?? options.handler.logger;
     const clock = options.clock ?? SYSTEM_CLOCK;
     this.#handler = options.handler;
     this.registration = new EndpointRegistration({
@@ -161,9 +173,11 @@ export class EndpointNodeLifecycle {
       send: options.send,
       clock,
       random: options.random,
+      logger: options.registration?.logger ?? logger,
     });
     this.health = new EndpointHealthReporter({
       ...options.health,
+      logger: options.health?.logger ?? logger,
       handler: options.handler,
       send: options.send,
       clock,

@@ -6,6 +6,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import { isBlankInstanceId } from "../_internal/text.ts";
+import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import {
   type EndpointRegistryResponse,
   ToolEndpointDescriptor,
@@ -85,6 +86,15 @@ export interface EndpointRegistrationOptions {
    * `endpoint.registry.response` be accepted.
    */
   readonly requestId?: (operation: "register" | "unregister") => string;
+  /**
+   * Where lost and rejected attempts are reported, with the endpoint id: `registration.lost`
+   * (no response in time, or the send failed), `registration.rejected` (the Registry refused;
+   * the record's error is the `ToolError`), `registration.unregister_failed`; all at level
+   * `warn` (the loop retries).
+   *
+   * @default {consoleLogger}
+   */
+  readonly logger?: ToolLogger;
   /** Called on every state transition. */
   readonly onStateChange?: (
     state: EndpointRegistrationState,
@@ -174,6 +184,7 @@ export class EndpointRegistration {
   #revision: number | undefined;
   #leaseTtlMs: number | undefined;
   #lastError: ToolError | Error | undefined;
+  readonly #logger: ToolLogger;
   #uncorrelated = 0;
   #attempts = 0;
   #stopping: Promise<EndpointRegistryResponse | undefined> | undefined;
@@ -272,6 +283,12 @@ export class EndpointRegistration {
     this.#responseTimeoutMs = responseTimeoutMs;
     this.#requestId = options.requestId ?? unguessableRequestId;
     this.#onStateChange = options.onStateChange;
+    if (options.logger !== undefined && typeof options.logger !== "function") {
+      throw new TypeError(
+        optionMessage("create an EndpointRegistration", "logger", "a function", options.logger),
+      );
+    }
+    this.#logger = options.logger ?? consoleLogger;
     // Build one registration now: an unregistrable descriptor fails at construction.
     makeRegistrationEnvelope(this.#descriptor, {
       endpointInstanceId: this.#instance,
@@ -373,6 +390,11 @@ export class EndpointRegistration {
         jittered(response.leaseTtlMs! * this.#renewFraction, this.#jitter, this.#random);
       this.#arm(Math.max(0, renewAt - this.#clock.now()), () => this.#register());
     } else {
+      this.#log(
+        "registration.rejected",
+        "the Registry rejected endpoint.register; retrying",
+        response.error,
+      );
       this.#retry();
     }
     return true;
@@ -411,6 +433,7 @@ export class EndpointRegistration {
       this.#pending = undefined;
       this.#disarm();
       this.#lastError = error;
+      this.#log("registration.unregister_failed", "endpoint.unregister got no answer", error);
       done.resolve(undefined);
     };
     this.#arm(
@@ -434,6 +457,7 @@ export class EndpointRegistration {
       this.#pending = undefined;
       this.#disarm();
       this.#lastError = error;
+      this.#log("registration.lost", "endpoint.register got no answer; retrying", error);
       this.#retry();
     };
     this.#arm(
@@ -441,6 +465,16 @@ export class EndpointRegistration {
       () => lost(new Error(`no endpoint.registry.response within ${this.#responseTimeoutMs} ms`)),
     );
     deliver(() => this.#send(request), (error) => lost(asError(error)));
+  }
+
+  #log(event: string, message: string, error: unknown): void {
+    logSafely(this.#logger, {
+      level: "warn",
+      event,
+      message,
+      endpointId: this.#descriptor.endpointId,
+      error,
+    });
   }
 
   #retry(): void {

@@ -49,6 +49,7 @@
  * @module
  */
 import { isBlank } from "../_internal/text.ts";
+import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import {
   EndpointRegistryResponse,
@@ -161,19 +162,32 @@ export interface EndpointRegistryOptions {
   readonly onChange?: (change: EndpointRegistryChange) => void;
   /**
    * Told when `onChange` throws, with the error and the change it was given; the Registry's
-   * state and answer are unaffected. A throw here is ignored.
-   *
-   * @default {console.error}
+   * state and answer are unaffected. A throw here is ignored. When given, it replaces the
+   * `logger` record.
    */
   readonly onListenerError?: (error: unknown, change: EndpointRegistryChange) => void;
+  /**
+   * Where a throwing `onChange` is reported (event `registry.listener_failed`, level `error`,
+   * with the endpoint id), unless `onListenerError` is given.
+   *
+   * @default {consoleLogger}
+   */
+  readonly logger?: ToolLogger;
 }
 
-function defaultListenerError(error: unknown, change: EndpointRegistryChange): void {
-  console.error(
-    `EndpointRegistry onChange failed for ${change.kind} of ${change.record.endpointId} ` +
-      `(instance ${change.record.endpointInstanceId}, revision ${change.revision}):`,
-    error,
-  );
+function listenerErrorLogger(
+  logger: ToolLogger,
+): (error: unknown, change: EndpointRegistryChange) => void {
+  return (error, change) =>
+    logSafely(logger, {
+      level: "error",
+      event: "registry.listener_failed",
+      message:
+        `onChange failed for ${change.kind} of instance ${change.record.endpointInstanceId} ` +
+        `(revision ${change.revision})`,
+      endpointId: change.record.endpointId,
+      error,
+    });
 }
 
 function rejection(code: string, message: string): ToolError {
@@ -337,7 +351,11 @@ export class EndpointRegistry {
       );
     }
     this.#onChange = options.onChange;
-    this.#onListenerError = options.onListenerError ?? defaultListenerError;
+    if (options.logger !== undefined && typeof options.logger !== "function") {
+      throw new TypeError(optionMessage(CREATE_REGISTRY, "logger", "a function", options.logger));
+    }
+    this.#onListenerError = options.onListenerError ??
+      listenerErrorLogger(options.logger ?? consoleLogger);
   }
 
   /** The process-local availability revision (after applying expiry). Starts at 0. */

@@ -53,7 +53,12 @@
 import { ToolEndpointError, ToolErrorCodes } from "../endpoint/errors.ts";
 import type { JsonObject } from "../_internal/json.ts";
 import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
-import { consoleLogger, type ToolLogger, type ToolLogRecord } from "../endpoint/log.ts";
+import {
+  consoleLogger,
+  logSafely as report,
+  type ToolLogger,
+  type ToolLogRecord,
+} from "../endpoint/log.ts";
 import {
   ToolAccepted,
   type ToolContext,
@@ -270,16 +275,6 @@ function booleanOption(value: unknown, fallback: boolean, what: string, option: 
   if (value === undefined) return fallback;
   if (typeof value !== "boolean") throw optionError(what, option, "a boolean", value);
   return value;
-}
-
-/** Reports one record; a logger that throws cannot report itself, so the console gets both. */
-function report(logger: ToolLogger, record: ToolLogRecord): void {
-  try {
-    logger(record);
-  } catch (error) {
-    consoleLogger(record);
-    consoleLogger({ level: "error", event: "logger.failed", message: "the logger threw", error });
-  }
 }
 
 function keyFields(context: ToolContext) {
@@ -937,7 +932,9 @@ export interface EndpointDefinitionOptions {
   /** The operations by name, in descriptor order. */
   readonly operations: Readonly<Record<string, ToolOperationDefinition>>;
   /**
-   * Where provider failures are reported.
+   * Where provider failures are reported, by the providers and by the handler
+   * {@linkcode ToolEndpointDefinition.createHandler} builds (unless it is given its own `logger`),
+   * and so by a binding, node or lifecycle serving that handler.
    *
    * @default {consoleLogger}
    */
@@ -1055,6 +1052,8 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
     createHandler(handlerOptions: DefinedHandlerOptions): ToolEndpointHandler {
       return new ToolEndpointHandler(descriptor, {
         ...handlerOptions,
+        // One logger for the providers and the handler, unless the handler is given its own.
+        logger: handlerOptions?.logger ?? logger,
         operations,
         maxRetainedExecutions: maxRetained,
       });
