@@ -549,27 +549,48 @@ export class DoraToolEndpointBinding {
 
   /**
    * Hands a Registry response to the registration loop, or dispatches a request whose route the
-   * decode trusted.
+   * decode trusted. A request that is answered at once (a Query invoke, a status, result or
+   * control request) takes no publication barrier: nothing is published before its answer.
    */
-  async #dispatchDecoded<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): Promise<T[]> {
+  #dispatchDecoded<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): T[] | Promise<T[]> {
+    const request = decoded.envelope;
     const hook = this.#onRegistryResponse;
-    if (hook !== undefined && decoded.envelope.messageType === "endpoint.registry.response") {
-      hook(decoded.envelope);
+    if (hook !== undefined && request.messageType === "endpoint.registry.response") {
+      hook(request);
       return [];
     }
-    return await this.#dispatch(codec, decoded);
-  }
-
-  /** The one implementation of dispatch, the publication barrier and the fallbacks. */
-  async #dispatch<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): Promise<T[]> {
-    const request = decoded.envelope;
     const tooLarge = this.#requestTooLarge(codec, decoded);
     if (tooLarge !== undefined) return [tooLarge];
+    if (request.messageType === "tool.invoke.request" && this.#semantics(request) !== "query") {
+      return this.#dispatchStart(codec, request);
+    }
+    return this.#answer(codec, request);
+  }
 
-    const startInvoke = request.messageType === "tool.invoke.request" &&
-      this.#semantics(request) !== "query";
+  /** Dispatches a request answered at once and encodes its answer (the route is trusted). */
+  async #answer<T>(codec: OutputCodec<T>, request: ToolEnvelope): Promise<T[]> {
+    let messages: readonly ToolEnvelope[];
+    try {
+      messages = await this.#handler.dispatch(request);
+    } catch (error) {
+      // A trusted request always gets an answer.
+      this.#report(error, request);
+      messages = [correlatedInternalError(request)];
+    }
+    return messages.map((message) =>
+      message.messageType === "tool.event"
+        ? this.#event(codec, message)
+        : this.#response(codec, message, request)
+    );
+  }
+
+  /**
+   * Dispatches an Action or Session invoke (the route is trusted, the size checked) with the
+   * publication barrier and the fallbacks: everything goes out through the codec's sink.
+   */
+  async #dispatchStart<T>(codec: OutputCodec<T>, request: ToolEnvelope): Promise<T[]> {
     const sink = codec.sink;
-    if (startInvoke && sink === undefined) {
+    if (sink === undefined) {
       throw new Error("Action or Session dispatch requires an asynchronous event_sink publisher");
     }
 
@@ -586,7 +607,6 @@ export class DoraToolEndpointBinding {
           cause: publishFailure,
         });
       }
-      if (sink === undefined) throw new Error("Event publisher is unavailable");
       const release = await publishLock.acquire();
       try {
         await sink(this.#event(codec, event));
@@ -597,21 +617,11 @@ export class DoraToolEndpointBinding {
 
     let messages: readonly ToolEnvelope[];
     try {
-      messages = await this.#handler.dispatch(
-        request,
-        startInvoke ? { eventSink: emitEvent } : {},
-      );
+      messages = await this.#handler.dispatch(request, { eventSink: emitEvent });
     } catch (error) {
       // A trusted request always gets an answer.
       this.#report(error, request);
       messages = [correlatedInternalError(request)];
-    }
-    if (!startInvoke) {
-      return messages.map((message) =>
-        message.messageType === "tool.event"
-          ? this.#event(codec, message)
-          : this.#response(codec, message, request)
-      );
     }
 
     const release = await publishLock.acquire();
@@ -639,13 +649,13 @@ export class DoraToolEndpointBinding {
         // The caller gets a correlated tool.error, not the acceptance: the execution must not
         // keep running behind it, and none of its events may follow the error.
         undelivered(response.failure);
-        await sink!(response.message);
+        await sink(response.message);
         return [];
       }
-      await sink!(response.message);
+      await sink(response.message);
       gateOpen = true;
       gate.resolve();
-      for (let i = 1; i < messages.length; i++) await sink!(this.#event(codec, messages[i]));
+      for (let i = 1; i < messages.length; i++) await sink(this.#event(codec, messages[i]));
     } catch (error) {
       if (!gateOpen) undelivered(error);
       throw error;
