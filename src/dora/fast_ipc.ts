@@ -36,7 +36,7 @@
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { checkByteLimit, checkMessageSize, encodeJson, utf8Length } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
-import { validateMessageEnvelope } from "../wire/messages.ts";
+import { checkTypedEnvelope } from "../wire/messages.ts";
 import {
   CARRIER_COLUMN,
   carrierDecodeLimits,
@@ -342,7 +342,7 @@ export function encodeToolEnvelopeIpc(
 ): Uint8Array {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
   const maximum = checkByteLimit(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
-  validateMessageEnvelope(envelope);
+  checkTypedEnvelope(envelope);
   const payload = encodeJson(envelope.payload, "payload");
   const units = payload.length;
   // A UTF-16 unit takes 1 to 3 bytes: the exact size is only needed when the bound passes the

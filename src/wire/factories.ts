@@ -34,14 +34,9 @@ import {
   invokeResponseToPayload,
   resultResponseToPayload,
   statusResponseToPayload,
-  validateMessageEnvelope,
+  typedFactoryEnvelope,
 } from "./messages.ts";
 import { validateManagementResponseCorrelation } from "./correlation.ts";
-
-function validated(envelope: ToolEnvelope): ToolEnvelope {
-  validateMessageEnvelope(envelope);
-  return envelope;
-}
 
 function requireContext(context: ToolContext): ToolContext {
   if (!(context instanceof ToolContext)) throw new TypeError("context must be a ToolContext");
@@ -55,7 +50,7 @@ function executionRequest(
   requestId: string,
   endpointInstanceId: string | undefined,
 ): ToolEnvelope {
-  return validated(
+  return typedFactoryEnvelope(
     new ToolEnvelope({
       messageType,
       requestId,
@@ -186,7 +181,7 @@ export function makeEventEnvelope(
 ): ToolEnvelope {
   requireContext(context);
   const payload = eventToPayload(event);
-  return validated(
+  return typedFactoryEnvelope(
     new ToolEnvelope({
       messageType: "tool.event",
       invocationId: context.invocationId,
@@ -221,7 +216,7 @@ function correlatedResponse(
   payload: JsonObject,
   request: ToolEnvelope,
 ): ToolEnvelope {
-  return validated(
+  return typedFactoryEnvelope(
     new ToolEnvelope({
       messageType,
       requestId: request.requestId,
@@ -310,7 +305,7 @@ export function makeRegistrationEnvelope(
   options: ManagementRequestOptions,
 ): ToolEnvelope {
   const payload = endpointDescriptorToPayload(descriptor);
-  return validated(
+  return typedFactoryEnvelope(
     new ToolEnvelope({
       messageType: "endpoint.register",
       requestId: options.requestId,
@@ -329,7 +324,7 @@ export interface UnregisterOptions extends ManagementRequestOptions {
 
 /** An `endpoint.unregister` (empty payload). */
 export function makeUnregisterEnvelope(options: UnregisterOptions): ToolEnvelope {
-  return validated(
+  return typedFactoryEnvelope(
     new ToolEnvelope({
       messageType: "endpoint.unregister",
       requestId: options.requestId,
@@ -356,7 +351,7 @@ export function makeEndpointRegistryResponseEnvelope(
   if (response.operation !== operation) {
     throw new RangeError(`${request.messageType} requires Registry operation '${operation}'`);
   }
-  const envelope = validated(
+  const envelope = typedFactoryEnvelope(
     new ToolEnvelope({
       messageType: "endpoint.registry.response",
       requestId: request.requestId,
@@ -381,7 +376,7 @@ export function makeEndpointStatusEnvelope(
   options: EndpointStatusOptions,
 ): ToolEnvelope {
   const payload = endpointStatusToPayload(status);
-  return validated(
+  return typedFactoryEnvelope(
     new ToolEnvelope({
       messageType: "endpoint.status",
       endpointId: status.endpointId,

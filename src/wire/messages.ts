@@ -810,6 +810,31 @@ const VALIDATORS: Readonly<Record<ToolMessageType, (envelope: ToolEnvelope) => u
   "tool.error": (envelope) => readErrorPayload(payloadOf(envelope), true),
 };
 
+// The envelopes a factory (src/wire/factories.ts) built and validated. A factory's envelope is
+// immutable (frozen headers, a deeply frozen canonical payload copy), so its validation cannot
+// change afterwards: the encoders skip it for these. This WeakSet stays module state on purpose,
+// like copyJson's canonical memo: it only memoises the outcome of a check on frozen values, and
+// only this module writes it (user code cannot mark an envelope it built by hand).
+const TYPED = new WeakSet<ToolEnvelope>();
+
+/**
+ * @internal Validates an envelope a factory just built (a fresh `new ToolEnvelope(init)`, whose
+ * payload is a frozen copy) and marks it, so that {@linkcode checkTypedEnvelope} skips it.
+ */
+export function typedFactoryEnvelope(envelope: ToolEnvelope): ToolEnvelope {
+  validateMessageEnvelope(envelope);
+  TYPED.add(envelope);
+  return envelope;
+}
+
+/**
+ * @internal {@linkcode validateMessageEnvelope} at an encoder: skipped for an envelope a factory
+ * validated ({@linkcode typedFactoryEnvelope}), with the same errors for any other.
+ */
+export function checkTypedEnvelope(envelope: ToolEnvelope): void {
+  if (!TYPED.has(envelope)) validateMessageEnvelope(envelope);
+}
+
 /**
  * Checks the typed payload of an envelope against its message type's closed schema; throws a
  * {@linkcode ToolProtocolError} (`FORGE_PROTOCOL_INVALID_PAYLOAD`, or
