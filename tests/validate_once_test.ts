@@ -6,13 +6,19 @@ import {
   encodeEnvelope,
   makeInvokeRequestEnvelope,
   makeInvokeResponseEnvelope,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
   ToolEnvelope,
+  ToolOperationDescriptor,
+  ToolProtocolError,
   ToolRequest,
+  type ToolRequestRoute,
   ToolResult,
   validateMessageEnvelope,
 } from "../mod.ts";
 import {
   decodeToolEnvelopeIpc,
+  DoraToolEndpointBinding,
   encodeToolEnvelopeIpc,
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
@@ -71,4 +77,67 @@ Deno.test("validate once: a hand-built copy of a factory envelope encodes to the
     toolMessageToEnvelope(toolEnvelopeToMessage(copy)).toWireObject(),
     decodeToolEnvelopeIpc(encodeToolEnvelopeIpc(response)).toWireObject(),
   );
+});
+
+/** A Query handler that counts its route checks (both are public, so a subclass sees them). */
+class CountingHandler extends ToolEndpointHandler {
+  readonly checks = { route: 0, headers: 0 };
+
+  constructor(endpointInstanceId = "instance-1") {
+    super(
+      new ToolEndpointDescriptor({
+        protocolVersion: "forge.tool.endpoint/v1alpha1",
+        endpointId: "vision.yolo",
+        operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+      }),
+      {
+        endpointInstanceId,
+        operations: {
+          detect: {
+            query: (toolRequest: ToolRequest) =>
+              new ToolResult({ status: "succeeded", outputs: toolRequest.arguments }),
+          },
+        },
+      },
+    );
+  }
+
+  override validateRequestRoute(request: ToolEnvelope): void {
+    this.checks.route++;
+    super.validateRequestRoute(request);
+  }
+
+  override validateRequestRouteHeaders(route: ToolRequestRoute): void {
+    this.checks.headers++;
+    super.validateRequestRouteHeaders(route);
+  }
+}
+
+Deno.test("validate once: the binding checks a request's route once, on its headers", async () => {
+  const handler = new CountingHandler();
+  const binding = new DoraToolEndpointBinding(handler);
+  const expected = makeInvokeResponseEnvelope(
+    new ToolResult({ status: "succeeded", outputs: { camera: "wrist" } }),
+    request,
+  ).toWireObject();
+  const [ipc] = await binding.dispatchIpc(encodeToolEnvelopeIpc(request));
+  assertEquals(decodeToolEnvelopeIpc(ipc).toWireObject(), expected);
+  const [batch] = await binding.dispatchInput(toolEnvelopeToMessage(request));
+  assertEquals(toolMessageToEnvelope(batch).toWireObject(), expected);
+  assertEquals(handler.checks, { route: 0, headers: 2 });
+});
+
+Deno.test("validate once: a caller's dispatch always checks the route, whatever it passes", async () => {
+  const handler = new CountingHandler("instance-2");
+  const dispatch = handler.dispatch as (...args: unknown[]) => Promise<unknown>;
+  for (const extra of [undefined, Symbol("route trusted"), true]) {
+    let code: string | undefined;
+    try {
+      await dispatch.call(handler, request, {}, extra);
+    } catch (error) {
+      if (error instanceof ToolProtocolError) code = `${error.code} ${error.path}`;
+    }
+    assertEquals(code, "FORGE_PROTOCOL_ROUTE_MISMATCH endpoint_instance_id");
+  }
+  assertEquals(handler.checks, { route: 3, headers: 3 });
 });

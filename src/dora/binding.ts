@@ -16,7 +16,7 @@ import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "ap
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
-import { ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
+import { dispatchRouted, ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
 import { FifoLock } from "../handler/_emitter.ts";
 import { checkByteLimit } from "../wire/codec.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
@@ -440,9 +440,13 @@ export class DoraToolEndpointBinding {
    * `RangeError`, an Action or Session operation a `TypeError` (its provider is never started).
    */
   async handleInput(value: ToolMessageArrowValue): Promise<RecordBatch> {
+    // The route was checked on the headers (an execution request for this endpoint): what is
+    // left of the handler's invoke-route check is the message type.
     const decoded = this.#requestFromArrow(value, this.#trustRequest);
     const request = decoded.envelope;
-    this.#handler.validateInvokeRoute(request);
+    if (request.messageType !== "tool.invoke.request") {
+      throw new RangeError("request envelope must be tool.invoke.request");
+    }
     if (this.#semantics(request) !== "query") {
       throw new TypeError(
         "handleInput is Query-only; Action or Session operations must use dispatchInput",
@@ -452,6 +456,7 @@ export class DoraToolEndpointBinding {
     if (tooLarge !== undefined) return tooLarge;
     let response: ToolEnvelope;
     try {
+      // handleInvoke stays the call (a subclass may override it), with its own route check.
       response = await this.#handler.handleInvoke(request);
     } catch (error) {
       this.#report(error, request);
@@ -571,7 +576,7 @@ export class DoraToolEndpointBinding {
   async #answer<T>(codec: OutputCodec<T>, request: ToolEnvelope): Promise<T[]> {
     let messages: readonly ToolEnvelope[];
     try {
-      messages = await this.#handler.dispatch(request);
+      messages = await dispatchRouted(this.#handler, request);
     } catch (error) {
       // A trusted request always gets an answer.
       this.#report(error, request);
@@ -617,7 +622,7 @@ export class DoraToolEndpointBinding {
 
     let messages: readonly ToolEnvelope[];
     try {
-      messages = await this.#handler.dispatch(request, { eventSink: emitEvent });
+      messages = await dispatchRouted(this.#handler, request, { eventSink: emitEvent });
     } catch (error) {
       // A trusted request always gets an answer.
       this.#report(error, request);
