@@ -61,6 +61,8 @@ import {
   ipcByteLimit,
   ipcBytesView,
   type IpcStreamLayout,
+  isCarrierSchemaId,
+  rememberCarrierSchemaId,
 } from "./ipc.ts";
 
 /** Options of {@linkcode encodeToolEnvelopeIpc}: those of {@linkcode toolEnvelopeToMessage}. */
@@ -526,9 +528,6 @@ export class IpcCarrierRow implements CarrierRow {
   }
 }
 
-// The identity of the last schema (see IpcStreamLayout.schemaId) found to be the carrier's.
-let carrierSchemaId = -1;
-
 /**
  * @internal Row 0 of a checked ToolMessage IPC stream, or `undefined` when the stream is not one
  * the fast path reads exactly as apache-arrow does (then the generic path decides).
@@ -543,14 +542,14 @@ export function readToolMessageRow(
     (batchVersion !== METADATA_V4 && batchVersion !== METADATA_V5) ||
     nullCounts.length !== COLUMNS || buffers.length !== 2 * BUFFERS
   ) return undefined;
-  if (layout.schemaId !== carrierSchemaId) {
+  if (!isCarrierSchemaId(layout.schemaId)) {
     try {
       if (!schemaMatches(layout)) return undefined;
     } catch {
       // A read the generic reader makes differently (out of the metadata's bounds): it decides.
       return undefined;
     }
-    carrierSchemaId = layout.schemaId;
+    rememberCarrierSchemaId(layout.schemaId);
   }
   // apache-arrow views offsets as Int32Array and Int64 data as BigInt64Array, which throws for
   // a misaligned buffer: such streams take the generic path for its exact error.

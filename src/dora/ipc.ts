@@ -261,15 +261,36 @@ function checkRecordBatch(
   return { nullCounts, buffers };
 }
 
-// The metadata of the last schema message that passed checkSchema, and its identity: a sender
-// writes the same schema message every time, and the same bytes pass the same checks.
-let knownSchema: DataView | undefined;
+// The schema memo of the IPC readers (this module's checkToolMessageStream and the fast reader of
+// fast_ipc.ts), the one module state of the carrier code, kept in this one object. A sender writes
+// the same schema message every time, and the same bytes pass the same checks: the memo only
+// skips checks whose outcome it recorded, never changes one.
+const schemaMemo: {
+  /** The metadata of the last schema message that passed checkSchema (when small enough). */
+  known: DataView | undefined;
+  /** Its identity (IpcStreamLayout.schemaId): counts the schemas that passed checkSchema. */
+  knownId: number;
+  /** The identity of the last schema the fast reader found to be the carrier's (-1: none). */
+  carrierId: number;
+} = { known: undefined, knownId: 0, carrierId: -1 };
 // A ToolMessage schema takes well under 1 KiB; larger ones are checked every time, not kept.
 const MAX_KNOWN_SCHEMA_BYTES = 4096;
-let knownSchemaId = 0;
+
+/**
+ * @internal True when the fast reader found the schema of this identity
+ * ({@linkcode IpcStreamLayout.schemaId}) to be the carrier's.
+ */
+export function isCarrierSchemaId(schemaId: number): boolean {
+  return schemaId === schemaMemo.carrierId;
+}
+
+/** @internal Records that the schema of this identity is the carrier's (see the memo above). */
+export function rememberCarrierSchemaId(schemaId: number): void {
+  schemaMemo.carrierId = schemaId;
+}
 
 function isKnownSchema(view: DataView, start: number, length: number): boolean {
-  const known = knownSchema;
+  const known = schemaMemo.known;
   if (known === undefined || known.byteLength !== length) return false;
   let i = 0;
   for (; i + 4 <= length; i += 4) {
@@ -361,12 +382,12 @@ function checkStream(bytes: Uint8Array): IpcStreamLayout {
         }
         if (!isKnownSchema(view, metadataStart, metadataLength)) {
           checkSchema(fb, header);
-          knownSchema = metadataLength <= MAX_KNOWN_SCHEMA_BYTES
+          schemaMemo.known = metadataLength <= MAX_KNOWN_SCHEMA_BYTES
             ? new DataView(bytes.slice(metadataStart, metadataStart + metadataLength).buffer)
             : undefined;
-          knownSchemaId++;
+          schemaMemo.knownId++;
         }
-        schemaId = knownSchemaId;
+        schemaId = schemaMemo.knownId;
         schema = fb;
         schemaTable = header;
         schemaVersion = version;
