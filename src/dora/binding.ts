@@ -217,6 +217,10 @@ export class DoraToolEndpointBinding {
   readonly #maxMessageBytes: number;
   readonly #maxRequestBytes: number;
   readonly #maxCarrierBytes: number;
+  /** The options of every encode: the message limit (one object, not one per message). */
+  readonly #encodeOptions: { readonly maxMessageBytes: number };
+  /** The names of the declared Action and Session operations. */
+  readonly #startOperations: ReadonlySet<string>;
 
   /**
    * Checks, in order: the handler (`TypeError`), `maxMessageBytes` (a positive integer of at
@@ -269,6 +273,11 @@ export class DoraToolEndpointBinding {
       | ((response: ToolEnvelope) => void)
       | undefined;
     this.#maxMessageBytes = maximum;
+    this.#encodeOptions = Object.freeze({ maxMessageBytes: maximum });
+    this.#startOperations = new Set(
+      handler.descriptor.operations.filter((operation) => operation.semantics !== "query")
+        .map((operation) => operation.name),
+    );
     this.#maxRequestBytes = maximum - CORRELATED_ERROR_RESERVE_BYTES;
     this.#maxCarrierBytes = carrierMaximum;
   }
@@ -308,7 +317,7 @@ export class DoraToolEndpointBinding {
     original: unknown,
   ): T {
     try {
-      return codec.encode(fallback, { maxMessageBytes: this.#maxMessageBytes });
+      return codec.encode(fallback, this.#encodeOptions);
     } catch (error) {
       this.#report(error, request);
       throw original;
@@ -326,7 +335,7 @@ export class DoraToolEndpointBinding {
     request: ToolEnvelope,
   ): { readonly message: T; readonly failure?: unknown } {
     try {
-      return { message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }) };
+      return { message: codec.encode(response, this.#encodeOptions) };
     } catch (error) {
       const fallback = error instanceof ToolProtocolError
         ? correlatedProtocolError(error, request, this.#maxMessageBytes)
@@ -340,7 +349,7 @@ export class DoraToolEndpointBinding {
     if (event.messageType !== "tool.event") {
       throw new RangeError("event sink only accepts tool.event envelopes");
     }
-    return codec.encode(event, { maxMessageBytes: this.#maxMessageBytes });
+    return codec.encode(event, this.#encodeOptions);
   }
 
   #checkCarrierSize(size: number): void {
@@ -424,10 +433,10 @@ export class DoraToolEndpointBinding {
     return this.#fallback(codec, fallback, request, error);
   }
 
-  #semantics(request: ToolEnvelope): string {
-    return this.#handler.descriptor.operations.find((operation) =>
-      operation.name === request.operation
-    )!.semantics;
+  /** True for an invoke of an Action or Session operation (one that starts an execution). */
+  #startsExecution(request: ToolEnvelope): boolean {
+    return request.messageType === "tool.invoke.request" &&
+      this.#startOperations.has(request.operation!);
   }
 
   /**
@@ -447,7 +456,7 @@ export class DoraToolEndpointBinding {
     if (request.messageType !== "tool.invoke.request") {
       throw new RangeError("request envelope must be tool.invoke.request");
     }
-    if (this.#semantics(request) !== "query") {
+    if (this.#startsExecution(request)) {
       throw new TypeError(
         "handleInput is Query-only; Action or Session operations must use dispatchInput",
       );
@@ -566,7 +575,7 @@ export class DoraToolEndpointBinding {
     }
     const tooLarge = this.#requestTooLarge(codec, decoded);
     if (tooLarge !== undefined) return [tooLarge];
-    if (request.messageType === "tool.invoke.request" && this.#semantics(request) !== "query") {
+    if (this.#startsExecution(request)) {
       return this.#dispatchStart(codec, request);
     }
     return this.#answer(codec, request);
