@@ -60,6 +60,19 @@ Deno.test("validate once: every encoder still validates an envelope built by han
   }
 });
 
+Deno.test("validate once: a copy of a factory envelope's own properties carries no mark", () => {
+  // The mark is a private field of the envelope the factory built: copying the properties of a
+  // marked envelope onto an object of the same class does not copy it.
+  const bogus = replaceEnvelope(response, { payload: { outcome: "completed" } });
+  const forged = Object.create(
+    ToolEnvelope.prototype,
+    Object.getOwnPropertyDescriptors(bogus),
+  ) as ToolEnvelope;
+  for (const [, encode] of ENCODERS) {
+    assertProtocolError(() => encode(forged), CODES.INVALID_PAYLOAD);
+  }
+});
+
 Deno.test("validate once: a hand-built copy of a factory envelope encodes to the same bytes", () => {
   const copy = new ToolEnvelope({
     messageType: response.messageType,

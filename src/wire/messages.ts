@@ -43,7 +43,13 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
-import { ToolEnvelope, wireFaults } from "./envelope.ts";
+import {
+  envelopeFromFactory,
+  isFactoryTyped,
+  ToolEnvelope,
+  type ToolEnvelopeInit,
+  wireFaults,
+} from "./envelope.ts";
 import { checkToolContextFields, wireMessageOf } from "../_internal/fields.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -871,21 +877,13 @@ const VALIDATORS: Readonly<Record<ToolMessageType, (envelope: ToolEnvelope) => u
   "tool.error": (envelope) => readErrorPayload(payloadOf(envelope), true),
 };
 
-// The envelopes a factory (src/wire/factories.ts) built and validated. A factory's envelope is
-// immutable (frozen headers, a deeply frozen canonical payload copy), so its validation cannot
-// change afterwards: the encoders skip it for these. This WeakSet stays module state on purpose,
-// like copyJson's canonical memo: it only memoises the outcome of a check on frozen values, and
-// only this module writes it (user code cannot mark an envelope it built by hand).
-const TYPED = new WeakSet<ToolEnvelope>();
-
 /**
- * @internal Validates an envelope a factory just built (a fresh `new ToolEnvelope(init)`, whose
- * payload is a frozen copy) and marks it, so that {@linkcode checkTypedEnvelope} skips it.
+ * @internal Builds and validates an envelope for a Wire factory (src/wire/factories.ts), marked
+ * so that {@linkcode checkTypedEnvelope} skips it: a factory's envelope is immutable (frozen
+ * headers, a deeply frozen payload copy), so its validation cannot change afterwards.
  */
-export function typedFactoryEnvelope(envelope: ToolEnvelope): ToolEnvelope {
-  validateMessageEnvelope(envelope);
-  TYPED.add(envelope);
-  return envelope;
+export function typedFactoryEnvelope(init: ToolEnvelopeInit): ToolEnvelope {
+  return envelopeFromFactory(init, validateMessageEnvelope);
 }
 
 /**
@@ -893,7 +891,7 @@ export function typedFactoryEnvelope(envelope: ToolEnvelope): ToolEnvelope {
  * validated ({@linkcode typedFactoryEnvelope}), with the same errors for any other.
  */
 export function checkTypedEnvelope(envelope: ToolEnvelope): void {
-  if (!TYPED.has(envelope)) validateMessageEnvelope(envelope);
+  if (!isFactoryTyped(envelope)) validateMessageEnvelope(envelope);
 }
 
 /**
