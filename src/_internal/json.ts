@@ -273,7 +273,10 @@ function copy(
         throw report("unsupported", path, typeName(value));
       }
       const out: Record<string, unknown> = {};
-      copyFloatMembers(value, out);
+      // Only the exact parser marks objects, and its output is only ever copied by the decoders,
+      // with `integers` false (a copy's canonical result is reused as it is, never copied again):
+      // other copies need not look for marks.
+      if (!integers) copyFloatMembers(value, out);
       for (const [key, item] of entries) {
         if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
         if (isArrayIndex(key)) flag = 1;
