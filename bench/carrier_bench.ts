@@ -11,6 +11,9 @@
  *   `TextEncoder(JSON.stringify)` of the payload.
  * - the full node round trip (request bytes → binding → Query handler → response bytes): the
  *   generic codec around `dispatchInput` (the baseline) and the fast codec (`dispatchIpc`).
+ * - the fast round trip's parts, each alone: `decodeToolEnvelopeIpc` of the request,
+ *   `handler.dispatch` of the decoded request, `encodeToolEnvelopeIpc` of its response (the
+ *   summary compares the round trip with their sum: what the binding adds between the hops).
  *
  * `deno bench` prints each case's time, iterations per second and ratio to its group's baseline;
  * `deno task bench` adds a summary of the key ratios (bench/summary.ts). One iteration handles
@@ -202,6 +205,41 @@ for (const [name, envelope] of cases) {
     n,
     fn: async () => {
       for (let i = 0; i < k; i++) await fast.dispatchIpc(ipc);
+    },
+  });
+
+  // The fast round trip's parts, each timed alone: what the binding adds on top is their sum's
+  // complement (the summary's "node round trip / sum of its parts").
+  const partsGroup = `node round trip parts ${name}`;
+  const parts = binding();
+  const request = decodeToolEnvelopeIpc(ipc);
+  const [response] = await parts.handler.dispatch(request);
+  Deno.bench({
+    name: `part: decodeToolEnvelopeIpc (request) ${name}${each}`,
+    group: partsGroup,
+    warmup,
+    n,
+    baseline: true,
+    fn: () => {
+      for (let i = 0; i < k; i++) decodeToolEnvelopeIpc(ipc);
+    },
+  });
+  Deno.bench({
+    name: `part: handler.dispatch (Query) ${name}${each}`,
+    group: partsGroup,
+    warmup,
+    n,
+    fn: async () => {
+      for (let i = 0; i < k; i++) await parts.handler.dispatch(request);
+    },
+  });
+  Deno.bench({
+    name: `part: encodeToolEnvelopeIpc (response) ${name}${each}`,
+    group: partsGroup,
+    warmup,
+    n,
+    fn: () => {
+      for (let i = 0; i < k; i++) encodeToolEnvelopeIpc(response);
     },
   });
 }

@@ -3,10 +3,12 @@
  * its group's baseline, then a short table of the key ratios: the Wire codec against bare
  * `JSON.parse`/`JSON.stringify`, the execution ledger against a bare `Map`, a Query round trip with
  * 50,000 hung Queries pending against one with none, the fast carrier codec against apache-arrow's
- * generic path, the fast codec at 64 KiB against the Wire codec, and the client's Query against
- * the same Query dispatched by hand, and the client's Query through the gateway (in process, and
- * as a Dora caller of the gateway node) against the client's Query in process. The Wire, carrier
- * and client ratios are checked against the targets they are held to.
+ * generic path, the fast codec at 64 KiB against the Wire codec, the node round trip against the
+ * sum of its parts timed alone (what the binding adds between the hops), the client's Query
+ * against the same Query dispatched by hand, and the client's Query through the gateway (in
+ * process, and as a Dora caller of the gateway node) against the client's Query in process. The
+ * Wire, carrier, node round trip and client ratios are checked against the targets they are held
+ * to.
  *
  * ```sh
  * deno task bench                                  # every suite in bench/
@@ -134,6 +136,18 @@ function avg(report: BenchReport, group: string, prefix: string): number | undef
   return record?.results[0]?.ok?.avg;
 }
 
+/** The sum of the average times of every case of `group`, or `undefined` if one is missing. */
+function sumOf(report: BenchReport, group: string): number | undefined {
+  const records = report.benches.filter((bench) => bench.group === group);
+  let sum = 0;
+  for (const record of records) {
+    const stats = record.results[0]?.ok;
+    if (stats === undefined) return undefined;
+    sum += stats.avg;
+  }
+  return records.length === 0 ? undefined : sum;
+}
+
 interface KeyRatio {
   readonly suite: string;
   readonly measure: string;
@@ -249,6 +263,16 @@ function keyRatios(report: BenchReport): KeyRatio[] {
         value: ratio(avg(report, encode, "fast"), avg(report, encode, "Wire")),
         unit: "cost",
         target: typical ? undefined : { atMost: 1.3 },
+      },
+      {
+        suite: "carrier",
+        measure: `node round trip ${size} (dispatchIpc) / sum of its parts timed alone`,
+        value: ratio(
+          avg(report, roundTrip, "fast"),
+          sumOf(report, `node round trip parts ${size}`),
+        ),
+        unit: "cost",
+        target: typical ? { atMost: 1.15 } : undefined,
       },
       {
         suite: "carrier",

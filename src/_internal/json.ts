@@ -136,33 +136,34 @@ export function isArrayIndex(key: string): boolean {
 
 // Members of decoded objects whose JSON token was a float with an integral value (`1.0`, `1e2`,
 // `-0.0`). JavaScript holds such a value as the same number as the integer, but the reference
-// keeps it a float, which its integer fields refuse. The strict decoder's exact path records them
-// here, copyJson carries them over to its copies, and the Wire's integer fields ask.
-// Still module state: the marks should travel with the parse result and then the envelope, which
-// needs the strict decoder (src/wire/_json_decode.ts, being edited elsewhere) to return them; until
-// then they stay private to this module, keyed by the decoded objects, and
-// `floatMembersRecorded` only skips the lookup while no decode has recorded any.
-const floatMembers = new WeakMap<object, Set<string>>();
-let floatMembersRecorded = false;
+// keeps it a float, which its integer fields refuse. The marks travel with the parse result
+// itself: the strict decoder's exact path records them on the object it builds, in a
+// non-enumerable property under this module-private symbol (invisible to JSON, to key enumeration
+// and to deep equality), copyJson carries them over to its copies, and the Wire's integer fields
+// ask the object they read. No process-wide state: an object without marks has no such property.
+const FLOAT_MEMBERS: unique symbol = Symbol("float members");
+
+/** An object that may carry float marks (see FLOAT_MEMBERS). */
+interface FloatMarked {
+  readonly [FLOAT_MEMBERS]?: Set<string>;
+}
 
 /** @internal Records that `object[key]` was decoded from a float token with an integral value. */
 export function markFloatMember(object: object, key: string): void {
-  floatMembersRecorded = true;
-  const keys = floatMembers.get(object);
-  if (keys === undefined) floatMembers.set(object, new Set([key]));
+  const keys = (object as FloatMarked)[FLOAT_MEMBERS];
+  if (keys === undefined) Object.defineProperty(object, FLOAT_MEMBERS, { value: new Set([key]) });
   else keys.add(key);
 }
 
 /** @internal True when `object[key]` was decoded from a float token with an integral value. */
 export function isFloatMember(object: object, key: string): boolean {
-  return floatMembersRecorded && floatMembers.get(object)?.has(key) === true;
+  return (object as FloatMarked)[FLOAT_MEMBERS]?.has(key) === true;
 }
 
-/** Carries the float marks of a decoded object over to its copy. */
+/** Carries the float marks of a decoded object over to its copy (before the copy is frozen). */
 function copyFloatMembers(from: object, to: object): void {
-  if (!floatMembersRecorded) return;
-  const floats = floatMembers.get(from);
-  if (floats !== undefined) floatMembers.set(to, floats);
+  const floats = (from as FloatMarked)[FLOAT_MEMBERS];
+  if (floats !== undefined) Object.defineProperty(to, FLOAT_MEMBERS, { value: floats });
 }
 
 // Canonical JSON: values copied by copyJson are deeply frozen, their objects hold their keys in
@@ -272,7 +273,10 @@ function copy(
         throw report("unsupported", path, typeName(value));
       }
       const out: Record<string, unknown> = {};
-      copyFloatMembers(value, out);
+      // Only the exact parser marks objects, and its output is only ever copied by the decoders,
+      // with `integers` false (a copy's canonical result is reused as it is, never copied again):
+      // other copies need not look for marks.
+      if (!integers) copyFloatMembers(value, out);
       for (const [key, item] of entries) {
         if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
         if (isArrayIndex(key)) flag = 1;

@@ -15,7 +15,7 @@ import type { RecordBatch } from "apache-arrow";
 import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "apache-arrow";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
-import { ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
+import { dispatchRouted, ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { logIdsOf, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
@@ -226,6 +226,10 @@ export class DoraToolEndpointBinding {
   readonly #maxMessageBytes: number;
   readonly #maxRequestBytes: number;
   readonly #maxCarrierBytes: number;
+  /** The options of every encode: the message limit (one object, not one per message). */
+  readonly #encodeOptions: { readonly maxMessageBytes: number };
+  /** The names of the declared Action and Session operations. */
+  readonly #startOperations: ReadonlySet<string>;
 
   /**
    * Checks, in order: the handler (`TypeError`), `maxMessageBytes` (a positive integer of at
@@ -291,6 +295,11 @@ export class DoraToolEndpointBinding {
       options.onRegistryResponse,
     );
     this.#maxMessageBytes = maximum;
+    this.#encodeOptions = Object.freeze({ maxMessageBytes: maximum });
+    this.#startOperations = new Set(
+      handler.descriptor.operations.filter((operation) => operation.semantics !== "query")
+        .map((operation) => operation.name),
+    );
     this.#maxRequestBytes = maximum - CORRELATED_ERROR_RESERVE_BYTES;
     this.#maxCarrierBytes = carrierMaximum;
   }
@@ -335,7 +344,7 @@ export class DoraToolEndpointBinding {
     original: unknown,
   ): T {
     try {
-      return codec.encode(fallback, { maxMessageBytes: this.#maxMessageBytes });
+      return codec.encode(fallback, this.#encodeOptions);
     } catch (error) {
       this.#report(
         "binding.fallback_unencodable",
@@ -359,7 +368,7 @@ export class DoraToolEndpointBinding {
     reportFailure = true,
   ): { readonly message: T; readonly failure?: unknown } {
     try {
-      return { message: codec.encode(response, { maxMessageBytes: this.#maxMessageBytes }) };
+      return { message: codec.encode(response, this.#encodeOptions) };
     } catch (error) {
       if (reportFailure) {
         this.#report(
@@ -381,7 +390,7 @@ export class DoraToolEndpointBinding {
     if (event.messageType !== "tool.event") {
       throw new RangeError("event sink only accepts tool.event envelopes");
     }
-    return codec.encode(event, { maxMessageBytes: this.#maxMessageBytes });
+    return codec.encode(event, this.#encodeOptions);
   }
 
   #checkCarrierSize(size: number): void {
@@ -465,10 +474,10 @@ export class DoraToolEndpointBinding {
     return this.#fallback(codec, fallback, request, error);
   }
 
-  #semantics(request: ToolEnvelope): string {
-    return this.#handler.descriptor.operations.find((operation) =>
-      operation.name === request.operation
-    )!.semantics;
+  /** True for an invoke of an Action or Session operation (one that starts an execution). */
+  #startsExecution(request: ToolEnvelope): boolean {
+    return request.messageType === "tool.invoke.request" &&
+      this.#startOperations.has(request.operation!);
   }
 
   /**
@@ -481,10 +490,14 @@ export class DoraToolEndpointBinding {
    * `RangeError`, an Action or Session operation a `TypeError` (its provider is never started).
    */
   async handleInput(value: ToolMessageArrowValue): Promise<RecordBatch> {
+    // The route was checked on the headers (an execution request for this endpoint): what is
+    // left of the handler's invoke-route check is the message type.
     const decoded = this.#requestFromArrow(value, this.#trustRequest);
     const request = decoded.envelope;
-    this.#handler.validateInvokeRoute(request);
-    if (this.#semantics(request) !== "query") {
+    if (request.messageType !== "tool.invoke.request") {
+      throw new RangeError("request envelope must be tool.invoke.request");
+    }
+    if (this.#startsExecution(request)) {
       throw new TypeError(
         "handleInput is Query-only; Action or Session operations must use dispatchInput",
       );
@@ -493,6 +506,7 @@ export class DoraToolEndpointBinding {
     if (tooLarge !== undefined) return tooLarge;
     let response: ToolEnvelope;
     try {
+      // handleInvoke stays the call (a subclass may override it), with its own route check.
       response = await this.#handler.handleInvoke(request);
     } catch (error) {
       this.#report("binding.dispatch_failed", DISPATCH_FAILED, error, request);
@@ -590,27 +604,48 @@ export class DoraToolEndpointBinding {
 
   /**
    * Hands a Registry response to the registration loop, or dispatches a request whose route the
-   * decode trusted.
+   * decode trusted. A request that is answered at once (a Query invoke, a status, result or
+   * control request) takes no publication barrier: nothing is published before its answer.
    */
-  async #dispatchDecoded<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): Promise<T[]> {
+  #dispatchDecoded<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): T[] | Promise<T[]> {
+    const request = decoded.envelope;
     const hook = this.#onRegistryResponse;
-    if (hook !== undefined && decoded.envelope.messageType === "endpoint.registry.response") {
-      hook(decoded.envelope);
+    if (hook !== undefined && request.messageType === "endpoint.registry.response") {
+      hook(request);
       return [];
     }
-    return await this.#dispatch(codec, decoded);
-  }
-
-  /** The one implementation of dispatch, the publication barrier and the fallbacks. */
-  async #dispatch<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): Promise<T[]> {
-    const request = decoded.envelope;
     const tooLarge = this.#requestTooLarge(codec, decoded);
     if (tooLarge !== undefined) return [tooLarge];
+    if (this.#startsExecution(request)) {
+      return this.#dispatchStart(codec, request);
+    }
+    return this.#answer(codec, request);
+  }
 
-    const startInvoke = request.messageType === "tool.invoke.request" &&
-      this.#semantics(request) !== "query";
+  /** Dispatches a request answered at once and encodes its answer (the route is trusted). */
+  async #answer<T>(codec: OutputCodec<T>, request: ToolEnvelope): Promise<T[]> {
+    let messages: readonly ToolEnvelope[];
+    try {
+      messages = await dispatchRouted(this.#handler, request);
+    } catch (error) {
+      // A trusted request always gets an answer.
+      this.#report("binding.dispatch_failed", DISPATCH_FAILED, error, request);
+      messages = [correlatedInternalError(request)];
+    }
+    return messages.map((message) =>
+      message.messageType === "tool.event"
+        ? this.#event(codec, message)
+        : this.#response(codec, message, request)
+    );
+  }
+
+  /**
+   * Dispatches an Action or Session invoke (the route is trusted, the size checked) with the
+   * publication barrier and the fallbacks: everything goes out through the codec's sink.
+   */
+  async #dispatchStart<T>(codec: OutputCodec<T>, request: ToolEnvelope): Promise<T[]> {
     const sink = codec.sink;
-    if (startInvoke && sink === undefined) {
+    if (sink === undefined) {
       throw new Error("Action or Session dispatch requires an asynchronous event_sink publisher");
     }
 
@@ -627,7 +662,6 @@ export class DoraToolEndpointBinding {
           cause: publishFailure,
         });
       }
-      if (sink === undefined) throw new Error("Event publisher is unavailable");
       const release = await publishLock.acquire();
       try {
         await sink(this.#event(codec, event));
@@ -638,21 +672,11 @@ export class DoraToolEndpointBinding {
 
     let messages: readonly ToolEnvelope[];
     try {
-      messages = await this.#handler.dispatch(
-        request,
-        startInvoke ? { eventSink: emitEvent } : {},
-      );
+      messages = await dispatchRouted(this.#handler, request, { eventSink: emitEvent });
     } catch (error) {
       // A trusted request always gets an answer.
       this.#report("binding.dispatch_failed", DISPATCH_FAILED, error, request);
       messages = [correlatedInternalError(request)];
-    }
-    if (!startInvoke) {
-      return messages.map((message) =>
-        message.messageType === "tool.event"
-          ? this.#event(codec, message)
-          : this.#response(codec, message, request)
-      );
     }
 
     const release = await publishLock.acquire();
@@ -684,13 +708,13 @@ export class DoraToolEndpointBinding {
         // The caller gets a correlated tool.error, not the acceptance: the execution must not
         // keep running behind it, and none of its events may follow the error.
         undelivered(response.failure);
-        await sink!(response.message);
+        await sink(response.message);
         return [];
       }
-      await sink!(response.message);
+      await sink(response.message);
       gateOpen = true;
       gate.resolve();
-      for (let i = 1; i < messages.length; i++) await sink!(this.#event(codec, messages[i]));
+      for (let i = 1; i < messages.length; i++) await sink(this.#event(codec, messages[i]));
     } catch (error) {
       if (!gateOpen) undelivered(error);
       throw error;

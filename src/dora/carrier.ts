@@ -46,7 +46,7 @@ import {
 import { envelopeFromDecoded, ToolEnvelope, wireFaults } from "../wire/envelope.ts";
 import { HEADER_MATRIX } from "../wire/header_matrix.ts";
 import type { ToolRequestRoute } from "../handler/handler.ts";
-import { validateMessageEnvelope } from "../wire/messages.ts";
+import { checkTypedEnvelope } from "../wire/messages.ts";
 
 // The Wire JSON layout's size computation lives beside the encoder (codec.ts); re-exported for
 // the fast IPC codec, which reads it from here.
@@ -263,7 +263,7 @@ export function toolEnvelopeToMessage(
     "convert a ToolEnvelope to a ToolMessage",
     options.maxMessageBytes,
   );
-  validateMessageEnvelope(envelope);
+  checkTypedEnvelope(envelope);
   const { text, payload } = envelopeAndPayloadJson(envelope);
   checkMessageSize(utf8Length(text), maximum);
   const children = [

@@ -35,7 +35,7 @@
  */
 import { checkMessageSize, encodeJson, maxMessageBytesOption, utf8Length } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
-import { validateMessageEnvelope } from "../wire/messages.ts";
+import { checkTypedEnvelope } from "../wire/messages.ts";
 import {
   CARRIER_COLUMN,
   carrierDecodeLimits,
@@ -60,7 +60,26 @@ import {
   ipcByteLimit,
   ipcBytesView,
   type IpcStreamLayout,
+  isCarrierSchemaId,
+  rememberCarrierSchemaId,
 } from "./ipc.ts";
+import {
+  BUFFER_BYTES,
+  CONTINUATION_MARKER,
+  END_OF_STREAM_BYTES,
+  Endianness,
+  FIELD_NODE_BYTES,
+  FieldSlot,
+  IntSlot,
+  MESSAGE_PREFIX_BYTES,
+  MessageHeader,
+  MessageSlot,
+  MetadataVersion,
+  OFFSET_BYTES,
+  RecordBatchSlot,
+  SchemaSlot,
+  Type,
+} from "./_arrow_format.ts";
 
 /** Options of {@linkcode encodeToolEnvelopeIpc}: those of {@linkcode toolEnvelopeToMessage}. */
 export type EncodeToolEnvelopeIpcOptions = ToolEnvelopeToMessageOptions;
@@ -73,14 +92,6 @@ export interface DecodeToolEnvelopeIpcOptions
   extends DecodeToolMessageIpcOptions, ToolMessageToEnvelopeOptions {}
 
 const encoder = new TextEncoder();
-
-// Flatbuffers enums (Schema.fbs, Message.fbs).
-const METADATA_V4 = 3;
-const METADATA_V5 = 4;
-const HEADER_SCHEMA = 1;
-const HEADER_RECORD_BATCH = 3;
-const TYPE_INT = 2;
-const TYPE_UTF8 = 5;
 
 const COLUMNS = TOOL_MESSAGE_SCHEMA.fields.length;
 const SEQUENCE = CARRIER_COLUMN.sequence;
@@ -109,6 +120,17 @@ type FbNode =
   | { readonly string: string }
   | { readonly tables: readonly FbNode[] }
   | { readonly structs: number; readonly size: number; readonly mark: string };
+
+/** A table's fields by name, placed at their slots (`slots`); the slots between stay absent. */
+function slotted<K extends string>(
+  slots: Readonly<Record<K, number>>,
+  fields: Partial<Record<K, FbField>>,
+): FbField[] {
+  const present = (Object.keys(fields) as K[]).map((name) => slots[name]);
+  const out: FbField[] = Array.from({ length: Math.max(-1, ...present) + 1 }, () => undefined);
+  for (const name of Object.keys(fields) as K[]) out[slots[name]] = fields[name];
+  return out;
+}
 
 class ForwardFlatBufferWriter {
   readonly marks = new Map<string, number>();
@@ -209,36 +231,40 @@ class ForwardFlatBufferWriter {
 
 /** A message: continuation marker, metadata length, the metadata (a multiple of 8). */
 function framed(metadata: Uint8Array): Uint8Array {
-  const out = new Uint8Array(8 + metadata.length);
+  const out = new Uint8Array(MESSAGE_PREFIX_BYTES + metadata.length);
   const view = new DataView(out.buffer);
-  view.setInt32(0, -1, true);
+  view.setInt32(0, CONTINUATION_MARKER, true);
   view.setInt32(4, metadata.length, true);
-  out.set(metadata, 8);
+  out.set(metadata, MESSAGE_PREFIX_BYTES);
   return out;
 }
 
 function schemaMessage(): Uint8Array {
+  const int64: FbNode = {
+    table: slotted(IntSlot, { bitWidth: { size: 4, value: 64 }, isSigned: { size: 1, value: 1 } }),
+  };
   const fields = TOOL_MESSAGE_SCHEMA.fields.map((field, i): FbNode => ({
-    table: [
-      { ref: { string: field.name } },
-      { size: 1, value: field.nullable ? 1 : 0 },
-      { size: 1, value: i === SEQUENCE ? TYPE_INT : TYPE_UTF8 },
-      {
-        ref: i === SEQUENCE
-          ? { table: [{ size: 4, value: 64 }, { size: 1, value: 1 }] }
-          : { table: [] },
-      },
-      undefined,
-      { ref: { tables: [] } },
-    ],
+    table: slotted(FieldSlot, {
+      name: { ref: { string: field.name } },
+      nullable: { size: 1, value: field.nullable ? 1 : 0 },
+      typeType: { size: 1, value: i === SEQUENCE ? Type.Int : Type.Utf8 },
+      type: { ref: i === SEQUENCE ? int64 : { table: [] } },
+      children: { ref: { tables: [] } },
+    }),
   }));
+  const schema: FbNode = {
+    table: slotted(SchemaSlot, {
+      endianness: { size: 2, value: Endianness.Little },
+      fields: { ref: { tables: fields } },
+    }),
+  };
   const message: FbNode = {
-    table: [
-      { size: 2, value: METADATA_V5 },
-      { size: 1, value: HEADER_SCHEMA },
-      { ref: { table: [{ size: 2, value: 0 }, { ref: { tables: fields } }] } },
-      { size: 8, value: 0 },
-    ],
+    table: slotted(MessageSlot, {
+      version: { size: 2, value: MetadataVersion.V5 },
+      headerType: { size: 1, value: MessageHeader.Schema },
+      header: { ref: schema },
+      bodyLength: { size: 8, value: 0 },
+    }),
   };
   return framed(new ForwardFlatBufferWriter().finish(message));
 }
@@ -246,29 +272,30 @@ function schemaMessage(): Uint8Array {
 function batchMessage(): { bytes: Uint8Array; bodyLength: number; nodes: number; buffers: number } {
   const writer = new ForwardFlatBufferWriter();
   const metadata = writer.finish({
-    table: [
-      { size: 2, value: METADATA_V5 },
-      { size: 1, value: HEADER_RECORD_BATCH },
-      {
+    table: slotted(MessageSlot, {
+      version: { size: 2, value: MetadataVersion.V5 },
+      headerType: { size: 1, value: MessageHeader.RecordBatch },
+      header: {
         ref: {
-          table: [
-            { size: 8, value: 1 },
-            { ref: { structs: COLUMNS, size: 16, mark: "nodes" } },
-            { ref: { structs: BUFFERS, size: 16, mark: "buffers" } },
-          ],
+          table: slotted(RecordBatchSlot, {
+            length: { size: 8, value: 1 },
+            nodes: { ref: { structs: COLUMNS, size: FIELD_NODE_BYTES, mark: "nodes" } },
+            buffers: { ref: { structs: BUFFERS, size: BUFFER_BYTES, mark: "buffers" } },
+          }),
         },
       },
-      { size: 8, value: 0, mark: "bodyLength" },
-    ],
+      bodyLength: { size: 8, value: 0, mark: "bodyLength" },
+    }),
   });
   const nodes = writer.marks.get("nodes")!;
   const view = new DataView(metadata.buffer);
-  for (let i = 0; i < COLUMNS; i++) view.setBigInt64(nodes + 16 * i, 1n, true);
+  // Every field node's length is the one row (its null count is written per message).
+  for (let i = 0; i < COLUMNS; i++) view.setBigInt64(nodes + FIELD_NODE_BYTES * i, 1n, true);
   return {
     bytes: framed(metadata),
-    bodyLength: 8 + writer.marks.get("bodyLength")!,
-    nodes: 8 + nodes,
-    buffers: 8 + writer.marks.get("buffers")!,
+    bodyLength: MESSAGE_PREFIX_BYTES + writer.marks.get("bodyLength")!,
+    nodes: MESSAGE_PREFIX_BYTES + nodes,
+    buffers: MESSAGE_PREFIX_BYTES + writer.marks.get("buffers")!,
   };
 }
 
@@ -282,7 +309,6 @@ const BODY_LENGTH_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.bodyLength;
 const NODES_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.nodes;
 const BUFFERS_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.buffers;
 const BODY_AT = HEAD.length;
-const END_OF_STREAM = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Envelope -> IPC bytes
@@ -341,7 +367,7 @@ export function encodeToolEnvelopeIpc(
 ): Uint8Array {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
   const maximum = maxMessageBytesOption("encode a ToolEnvelope as IPC", options.maxMessageBytes);
-  validateMessageEnvelope(envelope);
+  checkTypedEnvelope(envelope);
   const payload = encodeJson(envelope.payload, "payload");
   const units = payload.length;
   // A UTF-16 unit takes 1 to 3 bytes: the exact size is only needed when the bound passes the
@@ -366,15 +392,15 @@ export function encodeToolEnvelopeIpc(
   // Room for the payload: one byte per unit and some; a wider payload is measured and rewritten.
   let room = units + (units >>> 3) + 64;
   for (;;) {
-    const out = new Uint8Array(BODY_AT + headerRoom + 16 + 8 + align8(room) + END_OF_STREAM);
+    const out = new Uint8Array(BODY_AT + headerRoom + 16 + 8 + align8(room) + END_OF_STREAM_BYTES);
     const view = new DataView(out.buffer);
     out.set(HEAD, 0);
     let offset = 0;
     for (let column = 0; column < values.length; column++) {
-      const entry = BUFFERS_AT + 16 * firstBuffer(column);
+      const entry = BUFFERS_AT + BUFFER_BYTES * firstBuffer(column);
       const value = values[column];
       if (value === undefined) {
-        setInt64(view, NODES_AT + 16 * column + 8, 1);
+        setInt64(view, NODES_AT + FIELD_NODE_BYTES * column + 8, 1);
         // validity: one zero byte; offsets: [0, 0]; data: empty.
         setInt64(view, entry, offset);
         setInt64(view, entry + 8, 1);
@@ -393,10 +419,10 @@ export function encodeToolEnvelopeIpc(
         offset += 8 + align8(length);
       }
     }
-    const sequence = BUFFERS_AT + 16 * firstBuffer(SEQUENCE);
+    const sequence = BUFFERS_AT + BUFFER_BYTES * firstBuffer(SEQUENCE);
     setInt64(view, sequence, offset);
     if (envelope.sequence === undefined) {
-      setInt64(view, NODES_AT + 16 * SEQUENCE + 8, 1);
+      setInt64(view, NODES_AT + FIELD_NODE_BYTES * SEQUENCE + 8, 1);
       setInt64(view, sequence + 8, 1);
       offset += 8;
     } else {
@@ -406,7 +432,7 @@ export function encodeToolEnvelopeIpc(
     setInt64(view, sequence + 24, 8);
     offset += 8;
     // payload_json: no validity bytes, offsets [0, n], then the payload's UTF-8 written in place.
-    const payloadJson = BUFFERS_AT + 16 * firstBuffer(CARRIER_COLUMN.payload_json);
+    const payloadJson = BUFFERS_AT + BUFFER_BYTES * firstBuffer(CARRIER_COLUMN.payload_json);
     const at = BODY_AT + offset + 8;
     const { read, written } = encoder.encodeInto(payload, out.subarray(at, at + room));
     if (read < units) {
@@ -421,8 +447,8 @@ export function encodeToolEnvelopeIpc(
     setInt64(view, payloadJson + 40, written);
     offset += 8 + align8(written);
     setInt64(view, BODY_LENGTH_AT, offset);
-    view.setInt32(BODY_AT + offset, -1, true);
-    const total = BODY_AT + offset + END_OF_STREAM;
+    view.setInt32(BODY_AT + offset, CONTINUATION_MARKER, true);
+    const total = BODY_AT + offset + END_OF_STREAM_BYTES;
     return total === out.length ? out : out.subarray(0, total);
   }
 }
@@ -436,20 +462,23 @@ const NULLABLE = TOOL_MESSAGE_SCHEMA.fields.map((field) => field.nullable);
 /** True when the checked schema is exactly the carrier's, as apache-arrow reads it. */
 function schemaMatches(layout: IpcStreamLayout): boolean {
   const fb = layout.schema;
-  const fields = fb.vector(layout.schemaTable, 1, 4);
+  const fields = fb.vector(layout.schemaTable, SchemaSlot.fields, OFFSET_BYTES);
   if (fields.length !== COLUMNS) return false;
   for (let i = 0; i < COLUMNS; i++) {
     const field = fb.element(fields.start, i);
-    if (!fb.stringEquals(field, 0, NAMES[i])) return false;
-    if ((fb.scalarU8(field, 1, 0) !== 0) !== NULLABLE[i]) return false;
-    const tag = fb.scalarU8(field, 2, 0);
+    if (!fb.stringEquals(field, FieldSlot.name, NAMES[i])) return false;
+    if ((fb.scalarU8(field, FieldSlot.nullable, 0) !== 0) !== NULLABLE[i]) return false;
+    const tag = fb.scalarU8(field, FieldSlot.typeType, 0);
     if (i === SEQUENCE) {
-      if (tag !== TYPE_INT) return false;
-      const type = fb.table(field, 3);
-      if (type === 0 || fb.scalarI32(type, 0, 0) !== 64 || fb.scalarU8(type, 1, 0) === 0) {
+      if (tag !== Type.Int) return false;
+      const type = fb.table(field, FieldSlot.type);
+      if (
+        type === 0 || fb.scalarI32(type, IntSlot.bitWidth, 0) !== 64 ||
+        fb.scalarU8(type, IntSlot.isSigned, 0) === 0
+      ) {
         return false;
       }
-    } else if (tag !== TYPE_UTF8) {
+    } else if (tag !== Type.Utf8) {
       return false;
     }
   }
@@ -525,9 +554,6 @@ export class IpcCarrierRow implements CarrierRow {
   }
 }
 
-// The identity of the last schema (see IpcStreamLayout.schemaId) found to be the carrier's.
-let carrierSchemaId = -1;
-
 /**
  * @internal Row 0 of a checked ToolMessage IPC stream, or `undefined` when the stream is not one
  * the fast path reads exactly as apache-arrow does (then the generic path decides).
@@ -538,18 +564,18 @@ export function readToolMessageRow(
 ): IpcCarrierRow | undefined {
   const { schemaVersion, batchVersion, nullCounts, buffers } = layout;
   if (
-    (schemaVersion !== METADATA_V4 && schemaVersion !== METADATA_V5) ||
-    (batchVersion !== METADATA_V4 && batchVersion !== METADATA_V5) ||
+    (schemaVersion !== MetadataVersion.V4 && schemaVersion !== MetadataVersion.V5) ||
+    (batchVersion !== MetadataVersion.V4 && batchVersion !== MetadataVersion.V5) ||
     nullCounts.length !== COLUMNS || buffers.length !== 2 * BUFFERS
   ) return undefined;
-  if (layout.schemaId !== carrierSchemaId) {
+  if (!isCarrierSchemaId(layout.schemaId)) {
     try {
       if (!schemaMatches(layout)) return undefined;
     } catch {
       // A read the generic reader makes differently (out of the metadata's bounds): it decides.
       return undefined;
     }
-    carrierSchemaId = layout.schemaId;
+    rememberCarrierSchemaId(layout.schemaId);
   }
   // apache-arrow views offsets as Int32Array and Int64 data as BigInt64Array, which throws for
   // a misaligned buffer: such streams take the generic path for its exact error.

@@ -17,6 +17,22 @@ import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { positiveIntegerOption } from "../_internal/options.ts";
 import { isToolMessageSchema } from "./carrier.ts";
+import {
+  BUFFER_BYTES,
+  CONTINUATION_MARKER,
+  Endianness,
+  FIELD_NODE_BYTES,
+  FieldSlot,
+  KeyValueSlot,
+  MESSAGE_PREFIX_BYTES,
+  MessageHeader,
+  MessageSlot,
+  MetadataVersion,
+  NESTED_TYPES,
+  OFFSET_BYTES,
+  RecordBatchSlot,
+  SchemaSlot,
+} from "./_arrow_format.ts";
 
 /** Options of {@linkcode decodeToolMessageIpc}. */
 export interface DecodeToolMessageIpcOptions {
@@ -31,16 +47,6 @@ export interface DecodeToolMessageIpcOptions {
 
 /** @internal The default IPC stream limit: 1 MiB plus 64 KiB. */
 export const DEFAULT_MAX_IPC_BYTES: number = DEFAULT_MAX_MESSAGE_BYTES + 65536;
-
-// Message header union tags (Message.fbs).
-const HEADER_SCHEMA = 1;
-const HEADER_DICTIONARY_BATCH = 2;
-const HEADER_RECORD_BATCH = 3;
-// MetadataVersion.V4: the first version of the current IPC format.
-const MIN_METADATA_VERSION = 3;
-// Type union tags of the nested types (Schema.fbs): List, Struct_, Union, FixedSizeList, Map,
-// LargeList, RunEndEncoded, ListView, LargeListView.
-const NESTED_TYPES = new Set([12, 13, 14, 16, 17, 21, 22, 25, 26]);
 
 function corrupt(detail: string): ToolProtocolError {
   return new ToolProtocolError(
@@ -193,35 +199,37 @@ export class FlatBuffer {
 }
 
 function checkKeyValues(fb: FlatBuffer, table: number, index: number): void {
-  const { start, length } = fb.vector(table, index, 4);
+  const { start, length } = fb.vector(table, index, OFFSET_BYTES);
   for (let i = 0; i < length; i++) {
     const entry = fb.element(start, i);
-    fb.string(entry, 0);
-    fb.string(entry, 1);
+    fb.string(entry, KeyValueSlot.key);
+    fb.string(entry, KeyValueSlot.value);
   }
 }
 
 /** Checks a Schema table: little-endian, flat, dictionary-free fields. */
 function checkSchema(fb: FlatBuffer, schema: number): void {
-  if (fb.scalarI16(schema, 0, 0) !== 0) {
+  if (fb.scalarI16(schema, SchemaSlot.endianness, Endianness.Little) !== Endianness.Little) {
     throw unsupported("ToolMessage IPC stream must be little-endian");
   }
-  const fields = fb.vector(schema, 1, 4);
+  const fields = fb.vector(schema, SchemaSlot.fields, OFFSET_BYTES);
   for (let i = 0; i < fields.length; i++) {
     const field = fb.element(fields.start, i);
-    fb.string(field, 0);
-    const typeTag = fb.scalarU8(field, 2, 0);
-    fb.table(field, 3);
-    if (fb.table(field, 4) !== 0) {
+    fb.string(field, FieldSlot.name);
+    const typeTag = fb.scalarU8(field, FieldSlot.typeType, 0);
+    fb.table(field, FieldSlot.type);
+    if (fb.table(field, FieldSlot.dictionary) !== 0) {
       throw unsupported("ToolMessage IPC stream must not contain dictionary-encoded columns");
     }
-    if (NESTED_TYPES.has(typeTag) || fb.vector(field, 5, 4).length !== 0) {
+    if (
+      NESTED_TYPES.has(typeTag) || fb.vector(field, FieldSlot.children, OFFSET_BYTES).length !== 0
+    ) {
       throw unsupported("ToolMessage IPC stream columns must not be nested");
     }
-    checkKeyValues(fb, field, 6);
+    checkKeyValues(fb, field, FieldSlot.customMetadata);
   }
-  checkKeyValues(fb, schema, 2);
-  fb.vector(schema, 3, 8);
+  checkKeyValues(fb, schema, SchemaSlot.customMetadata);
+  fb.vector(schema, SchemaSlot.features, 8);
 }
 
 /**
@@ -233,45 +241,66 @@ function checkRecordBatch(
   batch: number,
   bodyLength: number,
 ): { nullCounts: number[]; buffers: number[] } {
-  if (fb.scalarI64(batch, 0, 0) !== 1) {
+  if (fb.scalarI64(batch, RecordBatchSlot.length, 0) !== 1) {
     throw unsupported("ToolMessage RecordBatch must contain exactly one row");
   }
-  const nodes = fb.vector(batch, 1, 16);
+  const nodes = fb.vector(batch, RecordBatchSlot.nodes, FIELD_NODE_BYTES);
   const nullCounts: number[] = [];
   for (let i = 0; i < nodes.length; i++) {
-    const length = fb.vectorI64(nodes.start + 16 * i);
-    const nullCount = fb.vectorI64(nodes.start + 16 * i + 8);
+    const length = fb.vectorI64(nodes.start + FIELD_NODE_BYTES * i);
+    const nullCount = fb.vectorI64(nodes.start + FIELD_NODE_BYTES * i + 8);
     if (length !== 1 || nullCount < 0 || nullCount > 1) {
       throw unsupported("ToolMessage RecordBatch must contain exactly one row");
     }
     nullCounts.push(nullCount);
   }
-  const vector = fb.vector(batch, 2, 16);
+  const vector = fb.vector(batch, RecordBatchSlot.buffers, BUFFER_BYTES);
   const buffers: number[] = [];
   for (let i = 0; i < vector.length; i++) {
-    const offset = fb.vectorI64(vector.start + 16 * i);
-    const length = fb.vectorI64(vector.start + 16 * i + 8);
+    const offset = fb.vectorI64(vector.start + BUFFER_BYTES * i);
+    const length = fb.vectorI64(vector.start + BUFFER_BYTES * i + 8);
     if (offset < 0 || length < 0 || offset + length > bodyLength) {
       throw corrupt("a record batch buffer lies outside the message body");
     }
     buffers.push(offset, length);
   }
-  if (fb.table(batch, 3) !== 0) {
+  if (fb.table(batch, RecordBatchSlot.compression) !== 0) {
     throw unsupported("ToolMessage IPC stream must not use body compression");
   }
-  fb.vector(batch, 4, 8);
+  fb.vector(batch, RecordBatchSlot.variadicBufferCounts, 8);
   return { nullCounts, buffers };
 }
 
-// The metadata of the last schema message that passed checkSchema, and its identity: a sender
-// writes the same schema message every time, and the same bytes pass the same checks.
-let knownSchema: DataView | undefined;
+// The schema memo of the IPC readers (this module's checkToolMessageStream and the fast reader of
+// fast_ipc.ts), the one module state of the carrier code, kept in this one object. A sender writes
+// the same schema message every time, and the same bytes pass the same checks: the memo only
+// skips checks whose outcome it recorded, never changes one.
+const schemaMemo: {
+  /** The metadata of the last schema message that passed checkSchema (when small enough). */
+  known: DataView | undefined;
+  /** Its identity (IpcStreamLayout.schemaId): counts the schemas that passed checkSchema. */
+  knownId: number;
+  /** The identity of the last schema the fast reader found to be the carrier's (-1: none). */
+  carrierId: number;
+} = { known: undefined, knownId: 0, carrierId: -1 };
 // A ToolMessage schema takes well under 1 KiB; larger ones are checked every time, not kept.
 const MAX_KNOWN_SCHEMA_BYTES = 4096;
-let knownSchemaId = 0;
+
+/**
+ * @internal True when the fast reader found the schema of this identity
+ * ({@linkcode IpcStreamLayout.schemaId}) to be the carrier's.
+ */
+export function isCarrierSchemaId(schemaId: number): boolean {
+  return schemaId === schemaMemo.carrierId;
+}
+
+/** @internal Records that the schema of this identity is the carrier's (see the memo above). */
+export function rememberCarrierSchemaId(schemaId: number): void {
+  schemaMemo.carrierId = schemaId;
+}
 
 function isKnownSchema(view: DataView, start: number, length: number): boolean {
-  const known = knownSchema;
+  const known = schemaMemo.known;
   if (known === undefined || known.byteLength !== length) return false;
   let i = 0;
   for (; i + 4 <= length; i += 4) {
@@ -324,11 +353,12 @@ function checkStream(bytes: Uint8Array): IpcStreamLayout {
   while (position < size) {
     if (size - position < 4) throw corrupt("truncated message length");
     let metadataLength = view.getInt32(position, true);
+    // A pre-0.15 stream has no continuation marker: the length comes first.
     let prefix = 4;
-    if (metadataLength === -1) {
-      if (size - position < 8) throw corrupt("truncated message length");
+    if (metadataLength === CONTINUATION_MARKER) {
+      if (size - position < MESSAGE_PREFIX_BYTES) throw corrupt("truncated message length");
       metadataLength = view.getInt32(position + 4, true);
-      prefix = 8;
+      prefix = MESSAGE_PREFIX_BYTES;
     }
     if (metadataLength === 0) {
       position += prefix;
@@ -342,14 +372,14 @@ function checkStream(bytes: Uint8Array): IpcStreamLayout {
     const fb = new FlatBuffer(view, metadataStart, metadataLength);
     const message = fb.root();
     fb.i32(message);
-    const version = fb.scalarI16(message, 0, 0);
-    if (version < MIN_METADATA_VERSION) {
+    const version = fb.scalarI16(message, MessageSlot.version, 0);
+    if (version < MetadataVersion.V4) {
       throw unsupported("ToolMessage IPC stream must use Arrow IPC metadata version V4 or V5");
     }
-    const headerType = fb.scalarU8(message, 1, 0);
-    const header = fb.table(message, 2);
-    const declaredBody = fb.scalarI64(message, 3, 0);
-    checkKeyValues(fb, message, 4);
+    const headerType = fb.scalarU8(message, MessageSlot.headerType, 0);
+    const header = fb.table(message, MessageSlot.header);
+    const declaredBody = fb.scalarI64(message, MessageSlot.bodyLength, 0);
+    checkKeyValues(fb, message, MessageSlot.customMetadata);
     const bodyStart = metadataStart + metadataLength;
     if (declaredBody < 0 || declaredBody > size - bodyStart) {
       throw corrupt("truncated message body");
@@ -357,23 +387,23 @@ function checkStream(bytes: Uint8Array): IpcStreamLayout {
     const bodyLength = declaredBody;
     if (header === 0) throw corrupt("message has no header");
     switch (headerType) {
-      case HEADER_SCHEMA:
+      case MessageHeader.Schema:
         if (schema !== undefined || batch !== undefined) {
           throw unsupported("ToolMessage IPC stream must contain exactly one schema");
         }
         if (!isKnownSchema(view, metadataStart, metadataLength)) {
           checkSchema(fb, header);
-          knownSchema = metadataLength <= MAX_KNOWN_SCHEMA_BYTES
+          schemaMemo.known = metadataLength <= MAX_KNOWN_SCHEMA_BYTES
             ? new DataView(bytes.slice(metadataStart, metadataStart + metadataLength).buffer)
             : undefined;
-          knownSchemaId++;
+          schemaMemo.knownId++;
         }
-        schemaId = knownSchemaId;
+        schemaId = schemaMemo.knownId;
         schema = fb;
         schemaTable = header;
         schemaVersion = version;
         break;
-      case HEADER_RECORD_BATCH:
+      case MessageHeader.RecordBatch:
         if (schema === undefined) {
           throw unsupported("ToolMessage IPC stream must start with a schema");
         }
@@ -385,7 +415,7 @@ function checkStream(bytes: Uint8Array): IpcStreamLayout {
         batchBodyStart = bodyStart;
         batchBodyLength = bodyLength;
         break;
-      case HEADER_DICTIONARY_BATCH:
+      case MessageHeader.DictionaryBatch:
         throw unsupported("ToolMessage IPC stream must not contain dictionary batches");
       default:
         throw unsupported(

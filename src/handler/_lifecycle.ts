@@ -25,7 +25,7 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeInvokeResponseEnvelope } from "../wire/factories.ts";
 import {
   controlRequestFromPayload,
-  invokeRequestFromEnvelope,
+  type InvokeRequestParts,
   toolResultToPayload,
 } from "../wire/messages.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
@@ -118,10 +118,10 @@ export class ExecutionLifecycle {
   async start(
     request: ToolEnvelope,
     operation: ToolOperationDescriptor,
+    { request: toolRequest, context }: InvokeRequestParts,
     eventSink: ToolEventSink | undefined,
     callerSignal: AbortSignal | undefined,
   ): Promise<readonly ToolEnvelope[]> {
-    const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
     const key = context.executionKey;
     const known = this.#ledger.find(key, operation.name);
     if (known !== undefined) {

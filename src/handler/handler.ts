@@ -31,7 +31,13 @@ import {
   makeResultResponseEnvelope,
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
-import { invokeRequestFromEnvelope, validateMessageEnvelope } from "../wire/messages.ts";
+import {
+  checkInvokeRequestEnvelope,
+  type InvokeRequestFields,
+  invokeRequestFromFields,
+  type InvokeRequestParts,
+  validateMessageEnvelope,
+} from "../wire/messages.ts";
 import { pyRepr, showValue } from "../_internal/repr.ts";
 import { optionMessage } from "../_internal/options.ts";
 import {
@@ -129,6 +135,10 @@ export interface DispatchOptions {
    */
   readonly signal?: AbortSignal;
 }
+
+// The module-private token of dispatchRouted (the hidden third argument of dispatch): nothing
+// outside this module can pass it, so a caller's dispatch always checks the route.
+const ROUTE_TRUSTED: unique symbol = Symbol("route trusted");
 
 /** Options of {@linkcode ToolEndpointHandler.close}. */
 export interface CloseOptions {
@@ -717,11 +727,14 @@ export class ToolEndpointHandler {
    * first, then (for an Action or Session invoke) the events emitted before acceptance, in
    * sequence order. Events emitted after acceptance go to `options.eventSink`.
    */
+  dispatch(request: ToolEnvelope, options?: DispatchOptions): Promise<readonly ToolEnvelope[]>;
   dispatch(
     request: ToolEnvelope,
     options: DispatchOptions = {},
+    routed?: unknown,
   ): Promise<readonly ToolEnvelope[]> {
-    const work = this.#dispatch(request, options);
+    // Only dispatchRouted passes ROUTE_TRUSTED; any other value is ignored.
+    const work = this.#dispatch(request, options, routed === ROUTE_TRUSTED);
     // close() waits for answers, not only for provider calls.
     this.#dispatches.add(work);
     const forget = () => this.#dispatches.delete(work);
@@ -732,19 +745,25 @@ export class ToolEndpointHandler {
   async #dispatch(
     request: ToolEnvelope,
     options: DispatchOptions,
+    routed: boolean,
   ): Promise<readonly ToolEnvelope[]> {
-    this.validateRequestRoute(request);
+    if (!routed) this.validateRequestRoute(request);
+    // The typed validation, once: an invoke request's checked fields then build its models.
+    let invoke: InvokeRequestFields | undefined;
     try {
-      validateMessageEnvelope(request);
+      if (request.messageType === "tool.invoke.request") {
+        invoke = checkInvokeRequestEnvelope(request);
+      } else validateMessageEnvelope(request);
     } catch (error) {
       if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
       throw error;
     }
     const operation = this.#operations.get(request.operation!)!;
-    if (request.messageType === "tool.invoke.request") {
+    if (invoke !== undefined) {
+      const parts = invokeRequestFromFields(request, invoke);
       return operation.semantics === "query"
-        ? [await this.#invokeQuery(request, operation)]
-        : await this.#lifecycle.start(request, operation, options.eventSink, options.signal);
+        ? [await this.#invokeQuery(request, operation, parts)]
+        : await this.#lifecycle.start(request, operation, parts, options.eventSink, options.signal);
     }
     if (operation.semantics === "query") {
       throw new ToolProtocolError(
@@ -986,8 +1005,8 @@ export class ToolEndpointHandler {
   async #invokeQuery(
     request: ToolEnvelope,
     operation: ToolOperationDescriptor,
+    { request: toolRequest, context }: InvokeRequestParts,
   ): Promise<ToolEnvelope> {
-    const { request: toolRequest, context } = invokeRequestFromEnvelope(request);
     const meter = this.#queryMeters.get(operation.name)!;
     const refusal = this.#admissionRefusal(context);
     if (refusal !== undefined) {
@@ -1171,4 +1190,26 @@ export class ToolEndpointHandler {
   #callOptions(): ToolCallOptions {
     return { signal: this.#lifetime.signal };
   }
+}
+
+/** `dispatch` with its hidden third argument (see ROUTE_TRUSTED). */
+type RoutedDispatch = (
+  request: ToolEnvelope,
+  options: DispatchOptions,
+  routed: typeof ROUTE_TRUSTED,
+) => Promise<readonly ToolEnvelope[]>;
+
+/**
+ * @internal {@linkcode ToolEndpointHandler.dispatch} of a request whose route the transport
+ * already checked on its headers with {@linkcode ToolEndpointHandler.validateRequestRouteHeaders}
+ * (the Dora binding, before it parsed the payload): the handler does not check it a second time.
+ * Only for envelopes the transport decoded itself; never exported from the package's entry
+ * points.
+ */
+export function dispatchRouted(
+  handler: ToolEndpointHandler,
+  request: ToolEnvelope,
+  options: DispatchOptions = {},
+): Promise<readonly ToolEnvelope[]> {
+  return (handler.dispatch as RoutedDispatch).call(handler, request, options, ROUTE_TRUSTED);
 }

@@ -62,11 +62,14 @@ export function decodeUtf8(bytes: Uint8Array): string {
 // first byte (a key's text ends at its closing quote: a key with an escape takes the exact path).
 // An object that grows past SMALL_OBJECT_KEYS keys moves its keys to a KeyTable, and its level
 // records the table owner it was given (0: still on the stack).
+const SMALL_OBJECT_KEYS = 16;
 const frameIsObject = new Uint8Array(FAST_MAX_LEVEL + 2);
 const frameKeyStart = new Int32Array(FAST_MAX_LEVEL + 2);
 const frameOwner = new Int32Array(FAST_MAX_LEVEL + 2);
-let keyStack = new Int32Array(2048);
-const SMALL_OBJECT_KEYS = 16;
+// A level holds at most SMALL_OBJECT_KEYS keys on the stack (then they move to the table) and
+// levels stop at FAST_MAX_LEVEL + 1, so the stack never needs more than this: a fixed scratch
+// buffer, written before it is read within one scan, never read across calls.
+const keyStack = new Int32Array(2 * SMALL_OBJECT_KEYS * (FAST_MAX_LEVEL + 2));
 
 /** True when the unescaped keys whose text starts at `a` and at `b` are the same bytes. */
 function sameKey(bytes: Uint8Array, a: number, b: number): boolean {
@@ -238,11 +241,8 @@ function scan(bytes: Uint8Array, start: number, end: number): number {
         keyTop = from;
         continue;
       }
-      if (2 * keyTop === keyStack.length) {
-        const grown = new Int32Array(keyStack.length * 2);
-        grown.set(keyStack);
-        keyStack = grown;
-      }
+      // Unreachable by the bound above; were it reached, the exact path would decide.
+      if (2 * keyTop === keyStack.length) return SCAN_DIRTY;
       keyStack[2 * keyTop] = hash;
       keyStack[2 * keyTop + 1] = keyStart;
       keyTop++;

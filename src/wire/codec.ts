@@ -12,7 +12,7 @@ import { encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
 import { envelopeFromDecoded, ToolEnvelope, type ToolEnvelopeInit } from "./envelope.ts";
 import { headerRowOf } from "./header_matrix.ts";
-import { validateMessageEnvelope } from "./messages.ts";
+import { checkTypedEnvelope, validateMessageEnvelope } from "./messages.ts";
 
 // The Wire's JSON encoder and strict decoder, for the carrier outside this folder (a `_file.ts`
 // is imported only from its own folder).
@@ -256,7 +256,7 @@ export function envelopeHeaderBound(envelope: ToolEnvelope): number {
  */
 export function encodeEnvelope(envelope: ToolEnvelope, options: CodecOptions = {}): Uint8Array {
   const text = envelopeJson(envelope);
-  validateMessageEnvelope(envelope);
+  checkTypedEnvelope(envelope);
   const maximum = maxMessageBytesOption("encode an envelope", options.maxMessageBytes);
   const bytes = encoder.encode(text);
   checkMessageSize(bytes.length, maximum);

@@ -114,6 +114,13 @@ export type DecodedPayload = "checked" | "decoded";
 // and copies everything.
 const CHECKED_PAYLOAD: unique symbol = Symbol("checked payload");
 const DECODED_PAYLOAD: unique symbol = Symbol("decoded payload");
+// The token of envelopeFromFactory: the constructor runs the given typed validation and marks the
+// envelope (see #typed). Nothing outside this module can pass it, so user code cannot mark one.
+const FACTORY_TYPED: unique symbol = Symbol("factory typed");
+
+// How code outside the class body reads an envelope's private #typed mark: set once, by the
+// class's static block, when this module is evaluated; never reassigned.
+const typedMark: { read: (envelope: ToolEnvelope) => boolean } = { read: () => false };
 
 /**
  * One logical Wire message: a header matrix checked at construction, and a JSON-object payload.
@@ -164,10 +171,17 @@ export class ToolEnvelope {
   readonly operation: string | undefined;
   /** The event sequence number on `tool.event`. */
   readonly sequence: number | undefined;
+  // True when a Wire factory built the envelope and its typed validation passed (the envelope is
+  // immutable, so the encoders need not validate it again). A private field: it cannot be forged.
+  #typed = false;
+
+  static {
+    typedMark.read = (envelope) => #typed in envelope && envelope.#typed;
+  }
 
   /** Checks the header matrix and copies the payload; throws {@linkcode ToolProtocolError}. */
   constructor(init: ToolEnvelopeInit);
-  constructor(init: ToolEnvelopeInit, decoded?: unknown) {
+  constructor(init: ToolEnvelopeInit, decoded?: unknown, validate?: unknown) {
     // Only envelopeFromDecoded passes a token (see CHECKED_PAYLOAD); any other value is ignored.
     const checked = decoded === CHECKED_PAYLOAD;
     const integers = !checked && decoded !== DECODED_PAYLOAD;
@@ -259,6 +273,10 @@ export class ToolEnvelope {
     this.endpointInstanceId = endpointInstanceId;
     this.operation = operation;
     this.sequence = sequence;
+    if (decoded === FACTORY_TYPED) {
+      (validate as (envelope: ToolEnvelope) => void)(this);
+      this.#typed = true;
+    }
     Object.freeze(this);
   }
 
@@ -305,6 +323,32 @@ const DecodedEnvelope = ToolEnvelope as unknown as new (
   init: ToolEnvelopeInit,
   decoded: typeof CHECKED_PAYLOAD | typeof DECODED_PAYLOAD,
 ) => ToolEnvelope;
+
+/** The constructor with its internal third parameter (see FACTORY_TYPED). */
+const FactoryEnvelope = ToolEnvelope as unknown as new (
+  init: ToolEnvelopeInit,
+  token: typeof FACTORY_TYPED,
+  validate: (envelope: ToolEnvelope) => void,
+) => ToolEnvelope;
+
+/**
+ * @internal Builds an envelope as a Wire factory does: the constructor's checks and copy, then
+ * `validate` (the typed validation), and marks it so that {@linkcode isFactoryTyped} is true.
+ */
+export function envelopeFromFactory(
+  init: ToolEnvelopeInit,
+  validate: (envelope: ToolEnvelope) => void,
+): ToolEnvelope {
+  return new FactoryEnvelope(init, FACTORY_TYPED, validate);
+}
+
+/**
+ * @internal True when a Wire factory built the envelope and validated it
+ * ({@linkcode envelopeFromFactory}); false for every other envelope.
+ */
+export function isFactoryTyped(envelope: ToolEnvelope): boolean {
+  return typedMark.read(envelope);
+}
 
 /** @internal Builds an envelope from decoded fields (see {@linkcode DecodedPayload}). */
 export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload): ToolEnvelope {

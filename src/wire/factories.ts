@@ -34,14 +34,9 @@ import {
   invokeResponseToPayload,
   resultResponseToPayload,
   statusResponseToPayload,
-  validateMessageEnvelope,
+  typedFactoryEnvelope,
 } from "./messages.ts";
 import { validateManagementResponseCorrelation } from "./correlation.ts";
-
-function validated(envelope: ToolEnvelope): ToolEnvelope {
-  validateMessageEnvelope(envelope);
-  return envelope;
-}
 
 function requireContext(context: ToolContext): ToolContext {
   if (!(context instanceof ToolContext)) throw new TypeError("context must be a ToolContext");
@@ -55,18 +50,16 @@ function executionRequest(
   requestId: string,
   endpointInstanceId: string | undefined,
 ): ToolEnvelope {
-  return validated(
-    new ToolEnvelope({
-      messageType,
-      requestId,
-      invocationId: context.invocationId,
-      attemptId: context.attemptId,
-      endpointId: context.endpointId,
-      endpointInstanceId,
-      operation: context.operation,
-      payload,
-    }),
-  );
+  return typedFactoryEnvelope({
+    messageType,
+    requestId,
+    invocationId: context.invocationId,
+    attemptId: context.attemptId,
+    endpointId: context.endpointId,
+    endpointInstanceId,
+    operation: context.operation,
+    payload,
+  });
 }
 
 /** The exchange identity of an execution request. */
@@ -186,18 +179,16 @@ export function makeEventEnvelope(
 ): ToolEnvelope {
   requireContext(context);
   const payload = eventToPayload(event);
-  return validated(
-    new ToolEnvelope({
-      messageType: "tool.event",
-      invocationId: context.invocationId,
-      attemptId: context.attemptId,
-      endpointId: context.endpointId,
-      endpointInstanceId: options.endpointInstanceId,
-      operation: context.operation,
-      sequence: options.sequence,
-      payload,
-    }),
-  );
+  return typedFactoryEnvelope({
+    messageType: "tool.event",
+    invocationId: context.invocationId,
+    attemptId: context.attemptId,
+    endpointId: context.endpointId,
+    endpointInstanceId: options.endpointInstanceId,
+    operation: context.operation,
+    sequence: options.sequence,
+    payload,
+  });
 }
 
 /** A `tool.error` about the execution of `context`. */
@@ -221,18 +212,16 @@ function correlatedResponse(
   payload: JsonObject,
   request: ToolEnvelope,
 ): ToolEnvelope {
-  return validated(
-    new ToolEnvelope({
-      messageType,
-      requestId: request.requestId,
-      invocationId: request.invocationId,
-      attemptId: request.attemptId,
-      endpointId: request.endpointId,
-      endpointInstanceId: request.endpointInstanceId,
-      operation: request.operation,
-      payload,
-    }),
-  );
+  return typedFactoryEnvelope({
+    messageType,
+    requestId: request.requestId,
+    invocationId: request.invocationId,
+    attemptId: request.attemptId,
+    endpointId: request.endpointId,
+    endpointInstanceId: request.endpointInstanceId,
+    operation: request.operation,
+    payload,
+  });
 }
 
 function requireRequest(request: ToolEnvelope, responseType: ToolMessageType): void {
@@ -310,15 +299,13 @@ export function makeRegistrationEnvelope(
   options: ManagementRequestOptions,
 ): ToolEnvelope {
   const payload = endpointDescriptorToPayload(descriptor);
-  return validated(
-    new ToolEnvelope({
-      messageType: "endpoint.register",
-      requestId: options.requestId,
-      endpointId: descriptor.endpointId,
-      endpointInstanceId: options.endpointInstanceId,
-      payload,
-    }),
-  );
+  return typedFactoryEnvelope({
+    messageType: "endpoint.register",
+    requestId: options.requestId,
+    endpointId: descriptor.endpointId,
+    endpointInstanceId: options.endpointInstanceId,
+    payload,
+  });
 }
 
 /** Options of {@linkcode makeUnregisterEnvelope}. */
@@ -329,14 +316,12 @@ export interface UnregisterOptions extends ManagementRequestOptions {
 
 /** An `endpoint.unregister` (empty payload). */
 export function makeUnregisterEnvelope(options: UnregisterOptions): ToolEnvelope {
-  return validated(
-    new ToolEnvelope({
-      messageType: "endpoint.unregister",
-      requestId: options.requestId,
-      endpointId: options.endpointId,
-      endpointInstanceId: options.endpointInstanceId,
-    }),
-  );
+  return typedFactoryEnvelope({
+    messageType: "endpoint.unregister",
+    requestId: options.requestId,
+    endpointId: options.endpointId,
+    endpointInstanceId: options.endpointInstanceId,
+  });
 }
 
 /**
@@ -356,15 +341,13 @@ export function makeEndpointRegistryResponseEnvelope(
   if (response.operation !== operation) {
     throw new RangeError(`${request.messageType} requires Registry operation '${operation}'`);
   }
-  const envelope = validated(
-    new ToolEnvelope({
-      messageType: "endpoint.registry.response",
-      requestId: request.requestId,
-      endpointId: request.endpointId,
-      endpointInstanceId: request.endpointInstanceId,
-      payload,
-    }),
-  );
+  const envelope = typedFactoryEnvelope({
+    messageType: "endpoint.registry.response",
+    requestId: request.requestId,
+    endpointId: request.endpointId,
+    endpointInstanceId: request.endpointInstanceId,
+    payload,
+  });
   validateManagementResponseCorrelation(request, envelope);
   return envelope;
 }
@@ -381,12 +364,10 @@ export function makeEndpointStatusEnvelope(
   options: EndpointStatusOptions,
 ): ToolEnvelope {
   const payload = endpointStatusToPayload(status);
-  return validated(
-    new ToolEnvelope({
-      messageType: "endpoint.status",
-      endpointId: status.endpointId,
-      endpointInstanceId: options.endpointInstanceId,
-      payload,
-    }),
-  );
+  return typedFactoryEnvelope({
+    messageType: "endpoint.status",
+    endpointId: status.endpointId,
+    endpointInstanceId: options.endpointInstanceId,
+    payload,
+  });
 }

@@ -43,7 +43,13 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
-import { ToolEnvelope, wireFaults } from "./envelope.ts";
+import {
+  envelopeFromFactory,
+  isFactoryTyped,
+  ToolEnvelope,
+  type ToolEnvelopeInit,
+  wireFaults,
+} from "./envelope.ts";
 import { checkToolContextFields, wireMessageOf } from "../_internal/fields.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -300,17 +306,19 @@ export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequest
 }
 
 /**
- * Reads an invoke request's payload: the closed schemas, then the models' checks, building the
- * models with `adopt` (see {@linkcode jsonField}). With `build` false (validation of an envelope,
- * whose headers and payload JSON are already checked) the checks run without building the
- * models, which would only be thrown away.
+ * @internal The members of an invoke request's payload that passed its closed schemas (see
+ * {@linkcode checkInvokeRequestEnvelope}).
  */
-function readInvokeRequest(
-  envelope: ToolEnvelope,
-  payload: Record<string, unknown>,
-  adopt: boolean,
-  build = true,
-): InvokeRequestParts | undefined {
+export interface InvokeRequestFields {
+  readonly args: Record<string, unknown>;
+  readonly context: Record<string, unknown>;
+  readonly metadata: Record<string, unknown>;
+  readonly callerId: unknown;
+  readonly deadlineMs: unknown;
+}
+
+/** The closed schemas of an invoke request's payload, and the members they let through. */
+function invokeRequestFields(payload: Record<string, unknown>): InvokeRequestFields {
   closedFields(payload, "payload", INVOKE_REQUEST_FIELDS);
   const args = objectAt(payload.arguments, "payload.arguments");
   const context = objectAt(payload.context, "payload.context");
@@ -318,23 +326,36 @@ function readInvokeRequest(
   const metadata = objectAt(context.metadata, "payload.context.metadata");
   const callerId = context.caller_id ?? undefined;
   const deadlineMs = integerMember(context, "deadline_ms") ?? undefined;
-  if (!build) {
-    // The execution key's fields, endpoint_id and operation are envelope headers, checked
-    // alike; the arguments and metadata are plain objects of a checked payload.
-    try {
-      checkToolContextFields(
-        context.tool_id,
-        context.implementation_id,
-        envelope.endpointId,
-        envelope.operation,
-        callerId,
-        deadlineMs,
-      );
-    } catch (error) {
-      throw modelError(error, "payload.context");
-    }
-    return undefined;
+  return { args, context, metadata, callerId, deadlineMs };
+}
+
+/**
+ * The models' checks of an invoke request without building the models. The execution key's
+ * fields, endpoint_id and operation are envelope headers, checked alike; the arguments and
+ * metadata are plain objects of a checked payload.
+ */
+function checkInvokeRequestFields(envelope: ToolEnvelope, fields: InvokeRequestFields): void {
+  try {
+    checkToolContextFields(
+      fields.context.tool_id,
+      fields.context.implementation_id,
+      envelope.endpointId,
+      envelope.operation,
+      fields.callerId,
+      fields.deadlineMs,
+    );
+  } catch (error) {
+    throw modelError(error, "payload.context");
   }
+}
+
+/** Builds the models of an invoke request from its checked fields, with `adopt` (see jsonField). */
+function buildInvokeRequest(
+  envelope: ToolEnvelope,
+  fields: InvokeRequestFields,
+  adopt: boolean,
+): InvokeRequestParts {
+  const { args, context, metadata, callerId, deadlineMs } = fields;
   const request = construct(
     "payload.arguments",
     () => new ToolRequest({ arguments: jsonField(args, adopt) }),
@@ -354,6 +375,52 @@ function readInvokeRequest(
       metadata: jsonField(metadata, adopt),
     }));
   return { request, context: toolContext };
+}
+
+/**
+ * Reads an invoke request's payload: the closed schemas, then the models' checks, building the
+ * models with `adopt` (see {@linkcode jsonField}). With `build` false (validation of an envelope,
+ * whose headers and payload JSON are already checked) the checks run without building the
+ * models, which would only be thrown away.
+ */
+function readInvokeRequest(
+  envelope: ToolEnvelope,
+  payload: Record<string, unknown>,
+  adopt: boolean,
+  build = true,
+): InvokeRequestParts | undefined {
+  const fields = invokeRequestFields(payload);
+  if (!build) {
+    checkInvokeRequestFields(envelope, fields);
+    return undefined;
+  }
+  return buildInvokeRequest(envelope, fields, adopt);
+}
+
+/**
+ * @internal {@linkcode validateMessageEnvelope} of a `tool.invoke.request` envelope, with its
+ * errors, returning the checked fields so that {@linkcode invokeRequestFromFields} builds the
+ * models without reading the payload again.
+ */
+export function checkInvokeRequestEnvelope(envelope: ToolEnvelope): InvokeRequestFields {
+  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
+  if (envelope.messageType !== "tool.invoke.request") {
+    throw new RangeError("envelope must be tool.invoke.request");
+  }
+  const fields = invokeRequestFields(payloadOf(envelope));
+  checkInvokeRequestFields(envelope, fields);
+  return fields;
+}
+
+/**
+ * @internal {@linkcode invokeRequestFromEnvelope} of an envelope whose fields
+ * {@linkcode checkInvokeRequestEnvelope} returned: the same models, with the same errors.
+ */
+export function invokeRequestFromFields(
+  envelope: ToolEnvelope,
+  fields: InvokeRequestFields,
+): InvokeRequestParts {
+  return buildInvokeRequest(envelope, fields, isCanonicalPayload(envelope));
 }
 
 const INVOKE_REQUEST_FIELDS = ["arguments", "context"];
@@ -809,6 +876,23 @@ const VALIDATORS: Readonly<Record<ToolMessageType, (envelope: ToolEnvelope) => u
   "tool.event": (envelope) => readEvent(payloadOf(envelope), true),
   "tool.error": (envelope) => readErrorPayload(payloadOf(envelope), true),
 };
+
+/**
+ * @internal Builds and validates an envelope for a Wire factory (src/wire/factories.ts), marked
+ * so that {@linkcode checkTypedEnvelope} skips it: a factory's envelope is immutable (frozen
+ * headers, a deeply frozen payload copy), so its validation cannot change afterwards.
+ */
+export function typedFactoryEnvelope(init: ToolEnvelopeInit): ToolEnvelope {
+  return envelopeFromFactory(init, validateMessageEnvelope);
+}
+
+/**
+ * @internal {@linkcode validateMessageEnvelope} at an encoder: skipped for an envelope a factory
+ * validated ({@linkcode typedFactoryEnvelope}), with the same errors for any other.
+ */
+export function checkTypedEnvelope(envelope: ToolEnvelope): void {
+  if (!isFactoryTyped(envelope)) validateMessageEnvelope(envelope);
+}
 
 /**
  * Checks the typed payload of an envelope against its message type's closed schema; throws a
