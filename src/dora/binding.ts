@@ -30,8 +30,7 @@ import {
   type ToolMessageArrowValue,
   toolMessageCarrierSize,
 } from "./carrier.ts";
-import { encodeToolEnvelopeIpc, readToolMessageRow } from "./fast_ipc.ts";
-import { checkToolMessageStream, decodeToolMessageIpc, ipcBytesView } from "./ipc.ts";
+import { decodeCarrierIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 
 /**
  * Publishes one ToolMessage record batch on the node's output and resolves once it is published
@@ -442,17 +441,10 @@ export class DoraToolEndpointBinding {
    * `decodeToolMessageIpc` and reading the batch with `#requestFromArrow` does.
    */
   #requestFromIpc(bytes: unknown): DecodedCarrier {
-    const view = ipcBytesView(bytes, "dispatchIpc");
-    const layout = checkToolMessageStream(view, this.#maxCarrierBytes);
-    const row = readToolMessageRow(view, layout);
-    if (row === undefined) {
-      return this.#requestFromArrow(
-        decodeToolMessageIpc(view, { maxBytes: this.#maxCarrierBytes }),
-        this.#trustInput,
-      );
-    }
-    this.#checkCarrierSize(row.carrierSize);
-    return envelopeFromRow(row, this.#maxMessageBytes, this.#trustInput);
+    const carrier = decodeCarrierIpc(bytes, "dispatchIpc", this.#maxCarrierBytes);
+    if (carrier.row === undefined) return this.#requestFromArrow(carrier.batch, this.#trustInput);
+    this.#checkCarrierSize(carrier.row.carrierSize);
+    return envelopeFromRow(carrier.row, this.#maxMessageBytes, this.#trustInput);
   }
 
   /** The correlated too-large answer to a trusted request beyond `maxRequestBytes`, if any. */

@@ -33,6 +33,7 @@
  *
  * @module
  */
+import type { RecordBatch } from "apache-arrow";
 import { checkMessageSize, encodeJson, maxMessageBytesOption, utf8Length } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { checkTypedEnvelope } from "../wire/messages.ts";
@@ -622,13 +623,32 @@ export function decodeToolEnvelopeIpc(
   bytes: Uint8Array | ArrayBuffer,
   options: DecodeToolEnvelopeIpcOptions = {},
 ): ToolEnvelope {
-  const view = ipcBytesView(bytes, "decodeToolEnvelopeIpc");
-  const layout = checkToolMessageStream(view, ipcByteLimit(options.maxBytes));
-  const row = readToolMessageRow(view, layout);
-  if (row === undefined) {
-    return toolMessageToEnvelope(decodeToolMessageIpc(view, options), options);
-  }
+  const carrier = decodeCarrierIpc(bytes, "decodeToolEnvelopeIpc", ipcByteLimit(options.maxBytes));
+  if (carrier.row === undefined) return toolMessageToEnvelope(carrier.batch, options);
   const limits = carrierDecodeLimits(options);
-  const decoded = envelopeFromRow(row, limits.maxPayloadJsonBytes);
+  const decoded = envelopeFromRow(carrier.row, limits.maxPayloadJsonBytes);
   return checkedCarrierEnvelope(decoded, limits.maxMessageBytes);
+}
+
+/**
+ * @internal One ToolMessage IPC stream, bounded and checked: its row read by the fast reader, or,
+ * for a layout the fast reader leaves to apache-arrow, the record batch apache-arrow decoded.
+ */
+export type DecodedCarrierIpc =
+  | { readonly row: IpcCarrierRow; readonly batch?: undefined }
+  | { readonly row?: undefined; readonly batch: RecordBatch };
+
+/**
+ * @internal The one decode pipeline of inbound IPC bytes (framing and metadata checked against
+ * `maxBytes` before anything is read, then the fast row reader, else apache-arrow), shared by
+ * {@linkcode decodeToolEnvelopeIpc} and the binding. `caller` names the API in a bad-input error.
+ */
+export function decodeCarrierIpc(
+  bytes: unknown,
+  caller: string,
+  maxBytes: number,
+): DecodedCarrierIpc {
+  const view = ipcBytesView(bytes, caller);
+  const row = readToolMessageRow(view, checkToolMessageStream(view, maxBytes));
+  return row === undefined ? { batch: decodeToolMessageIpc(view, { maxBytes }) } : { row };
 }

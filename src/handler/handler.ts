@@ -39,7 +39,7 @@ import {
   validateMessageEnvelope,
 } from "../wire/messages.ts";
 import { pyRepr, showValue } from "../_internal/repr.ts";
-import { optionMessage } from "../_internal/options.ts";
+import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import {
   consoleLogger,
   logIdsOf,
@@ -184,13 +184,6 @@ const ABANDONED = new ToolProtocolError(
 );
 
 const CREATE_HANDLER = "create the handler";
-
-function checkPositive(value: unknown, option: string): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(optionMessage(CREATE_HANDLER, option, "a positive integer", value));
-  }
-  return value;
-}
 
 /**
  * Provider failures answered as a protocol error that are the provider's fault (a changed
@@ -371,12 +364,24 @@ export class ToolEndpointHandler {
     ) {
       throw new TypeError(optionMessage(CREATE_HANDLER, "operations", "a mapping", operations));
     }
-    const maxEarlyEvents = checkPositive(options.maxEarlyEvents ?? 32, "maxEarlyEvents");
-    const maxRetained = checkPositive(
-      options.maxRetainedExecutions ?? 1024,
-      "maxRetainedExecutions",
+    const maxEarlyEvents = positiveIntegerOption(
+      CREATE_HANDLER,
+      "maxEarlyEvents",
+      options.maxEarlyEvents ?? undefined,
+      32,
     );
-    const maxPendingEvents = checkPositive(options.maxPendingEvents ?? 1024, "maxPendingEvents");
+    const maxRetained = positiveIntegerOption(
+      CREATE_HANDLER,
+      "maxRetainedExecutions",
+      options.maxRetainedExecutions ?? undefined,
+      1024,
+    );
+    const maxPendingEvents = positiveIntegerOption(
+      CREATE_HANDLER,
+      "maxPendingEvents",
+      options.maxPendingEvents ?? undefined,
+      1024,
+    );
     const implementations = new Map<string, ToolEndpointImplementation>();
     const entries = isMap
       ? [...(operations as Map<unknown, ToolEndpointImplementation>)]
