@@ -37,6 +37,12 @@ import {
   utf8Length,
 } from "../src/wire/codec.ts";
 import { HEADER_MATRIX, type HeaderRule } from "../src/wire/header_matrix.ts";
+import {
+  canonicalHeight,
+  canonicalNeedsWriter,
+  copyJson,
+  modelFaults,
+} from "../src/_internal/json.ts";
 import { bytes, PROTOCOL, text } from "./_helpers.ts";
 
 const SRC = new URL("../src/", import.meta.url);
@@ -140,13 +146,62 @@ Deno.test("structure: the module-level mutable state left is the listed, explain
     }
   }
   assertEquals(found.sort(), [
-    // copyJson's memo of its canonical (deeply frozen) copies: keyed by frozen values only, it
-    // never changes what a call returns, only what it costs.
-    "_internal/json.ts:canonical",
     // The IPC readers' schema memo (ipc.ts and fast_ipc.ts share this one object): it skips the
     // checks of a schema message whose bytes already passed them.
     "dora/ipc.ts:schemaMemo",
   ]);
+});
+
+Deno.test("structure: a canonical value carries its facts itself, invisibly and unforgeably", () => {
+  const canonical = copyJson({ b: [1, { c: 1e-7 }], a: "x" }, "value", modelFaults);
+  const plain = { a: "x", b: [1, { c: 1e-7 }] };
+  assertEquals(canonicalHeight(canonical), 3);
+  assert(canonicalNeedsWriter(canonical as object));
+  assertStrictEquals(copyJson(canonical, "value", modelFaults), canonical);
+  // Invisible to JSON, key enumeration, for-in, deep equality and structuredClone.
+  assertEquals(JSON.stringify(canonical), JSON.stringify(plain));
+  assertEquals(Object.keys(canonical as object), ["a", "b"]);
+  const seen: string[] = [];
+  for (const key in canonical as object) seen.push(key);
+  assertEquals(seen, ["a", "b"]);
+  assertEquals(canonical, plain);
+  const clone = structuredClone(canonical);
+  assertEquals(clone, plain);
+  assertEquals(canonicalHeight(clone), undefined);
+  // Only the copy's roots are marked, and a plain value never is.
+  assertEquals(canonicalHeight((canonical as { b: object }).b), undefined);
+  assertEquals(canonicalHeight(plain), undefined);
+  assert(canonicalNeedsWriter(plain));
+
+  // The symbol can be read off a canonical value, but a value a user builds with it (a copied
+  // mark, a getter, a Proxy) is still copied and checked.
+  const symbols = Object.getOwnPropertySymbols(canonical);
+  assertEquals(symbols.length, 1);
+  const [symbol] = symbols;
+  const mark = (canonical as Record<symbol, unknown>)[symbol];
+  const bad = "\ud800";
+  const forgeries: object[] = [
+    { [symbol]: mark, bad },
+    Object.freeze({ [symbol]: mark, bad }),
+    Object.defineProperty({ bad }, symbol, { get: () => mark }),
+    new Proxy({ bad }, { get: (target, key) => key === symbol ? mark : Reflect.get(target, key) }),
+    new Proxy(canonical as object, {}),
+  ];
+  for (const forged of forgeries) {
+    assertEquals(canonicalHeight(forged), undefined);
+    assert(canonicalNeedsWriter(forged));
+  }
+  for (const forged of forgeries.slice(0, 4)) {
+    assertThrows(
+      () => copyJson(forged, "value", modelFaults),
+      RangeError,
+      "value.bad must contain valid Unicode scalar values",
+    );
+  }
+  const copied = copyJson(forgeries[4], "value", modelFaults);
+  assert(copied !== forgeries[4]);
+  assertEquals(copied, plain);
+  assertEquals(canonicalHeight(copied), 3);
 });
 
 // ---------------------------------------------------------------------------------------------

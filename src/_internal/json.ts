@@ -167,19 +167,46 @@ function copyFloatMembers(from: object, to: object): void {
 }
 
 // Canonical JSON: values copied by copyJson are deeply frozen, their objects hold their keys in
-// code point order, and they passed every interoperable JSON rule. The root of every copy is
-// remembered with its height (the deepest nesting below it) and whether `JSON.stringify` would
-// write it differently from the Wire (a number below 1e-4, or an array-index key, which engines
-// order numerically), packed as `height * 2 + flag`, so a later copy or the encoder can take it as
-// it is wherever it still fits within the depth bound.
+// code point order, and they passed every interoperable JSON rule. The root of every copy carries
+// its height (the deepest nesting below it) and whether `JSON.stringify` would write it
+// differently from the Wire (a number below 1e-4, or an array-index key, which engines order
+// numerically), packed as `height * 2 + flag`, so a later copy or the encoder can take it as it is
+// wherever it still fits within the depth bound.
 //
-// This WeakMap stays module state on purpose: it is keyed by frozen values only (a canonical value
-// can never change after it is recorded), nothing outside this module writes it, and it memoises
-// the outcome of the copy's own checks, so a copy of a canonical value returns that same value.
+// The facts travel with the value itself, like the float marks: the copy defines a non-enumerable,
+// read-only property under this module-private symbol on its root before freezing it (invisible
+// to JSON, to key enumeration, to deep equality, and dropped by structuredClone). No process-wide
+// state. The symbol can still be read off a canonical value (`Object.getOwnPropertySymbols`), so
+// the mark is an instance of a module-private class that names the root it was made for: a value
+// a user builds (a copied mark, a getter, a Proxy) never passes for canonical.
 // One difference is not a memo and is kept deliberately: a canonical value may hold an integral
 // number beyond ±(2^53 − 1) that the strict decoder kept from a float token (`1e300`), which the
 // encoder writes as a float where it would refuse the same number in a plain value.
-const canonical = new WeakMap<object, number>();
+const CANONICAL: unique symbol = Symbol("canonical");
+
+/** The facts a canonical root carries under CANONICAL (see above). */
+class CanonicalMark {
+  readonly #root: object;
+  readonly packed: number;
+
+  constructor(root: object, packed: number) {
+    this.#root = root;
+    this.packed = packed;
+  }
+
+  /** The packed facts of `value` when it is a canonical root, else -1. */
+  static packedOf(value: object): number {
+    const mark: unknown = (value as { readonly [CANONICAL]?: unknown })[CANONICAL];
+    return typeof mark === "object" && mark !== null && #root in mark && mark.#root === value
+      ? mark.packed
+      : -1;
+  }
+}
+
+/** Marks a fresh copy (not yet frozen) as a canonical root. */
+function markCanonical(out: object, height: number, flag: number): void {
+  Object.defineProperty(out, CANONICAL, { value: new CanonicalMark(out, height * 2 + flag) });
+}
 
 /**
  * The height of a canonical JSON value (see {@linkcode copyJson}) — how deep its nesting goes
@@ -187,13 +214,13 @@ const canonical = new WeakMap<object, number>();
  */
 export function canonicalHeight(value: unknown): number | undefined {
   if (typeof value !== "object" || value === null) return undefined;
-  const packed = canonical.get(value);
-  return packed === undefined ? undefined : packed >> 1;
+  const packed = CanonicalMark.packedOf(value);
+  return packed < 0 ? undefined : packed >> 1;
 }
 
 /** True when a canonical value holds something `JSON.stringify` writes differently. */
 export function canonicalNeedsWriter(value: object): boolean {
-  return ((canonical.get(value) ?? 1) & 1) === 1;
+  return (CanonicalMark.packedOf(value) & 1) !== 0;
 }
 
 /** What one copy call learns about the value it returned, beside the value itself. */
@@ -211,6 +238,7 @@ function copy(
   depth: number,
   integers: boolean,
   facts: CopyFacts,
+  root: boolean,
 ): JsonValue {
   if (depth > MAX_JSON_DEPTH) throw report("depth", path, "");
   facts.height = 0;
@@ -240,8 +268,8 @@ function copy(
       return Number(value);
     case "object": {
       if (value === null) return null;
-      const known = canonical.get(value);
-      if (known !== undefined && depth + (known >> 1) <= MAX_JSON_DEPTH) {
+      const known = CanonicalMark.packedOf(value);
+      if (known >= 0 && depth + (known >> 1) <= MAX_JSON_DEPTH) {
         facts.height = known >> 1;
         facts.flag = known & 1;
         return value as JsonValue;
@@ -251,12 +279,13 @@ function copy(
       if (Array.isArray(value)) {
         const out = new Array<JsonValue>(value.length);
         for (let i = 0; i < value.length; i++) {
-          out[i] = copy(value[i], `${path}[${i}]`, report, depth + 1, integers, facts);
+          out[i] = copy(value[i], `${path}[${i}]`, report, depth + 1, integers, facts, false);
           if (facts.height + 1 > height) height = facts.height + 1;
           flag |= facts.flag;
         }
         facts.height = height;
         facts.flag = flag;
+        if (root) markCanonical(out, height, flag);
         return Object.freeze(out);
       }
       let entries: [string, unknown][];
@@ -280,12 +309,13 @@ function copy(
       for (const [key, item] of entries) {
         if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
         if (isArrayIndex(key)) flag = 1;
-        setOwn(out, key, copy(item, `${path}.${key}`, report, depth + 1, integers, facts));
+        setOwn(out, key, copy(item, `${path}.${key}`, report, depth + 1, integers, facts, false));
         if (facts.height + 1 > height) height = facts.height + 1;
         flag |= facts.flag;
       }
       facts.height = height;
       facts.flag = flag;
+      if (root) markCanonical(out, height, flag);
       return Object.freeze(out) as JsonObject;
     }
     default:
@@ -311,12 +341,7 @@ export function copyJson(
   depth = 0,
   integers = true,
 ): JsonValue {
-  const facts: CopyFacts = { height: 0, flag: 0 };
-  const out = copy(value, path, report, depth, integers, facts);
-  if (typeof out === "object" && out !== null && !canonical.has(out)) {
-    canonical.set(out, facts.height * 2 + facts.flag);
-  }
-  return out;
+  return copy(value, path, report, depth, integers, { height: 0, flag: 0 }, true);
 }
 
 /**
