@@ -26,7 +26,11 @@ import {
   unregisterText,
   wireText,
 } from "./_helpers.ts";
-import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
+import {
+  MAX_PARSE_NESTING,
+  parseStrictJsonBytes,
+  parseStrictJsonText,
+} from "../src/wire/_json_decode.ts";
 
 const INT_RANGE = "integer exceeds interoperable range ±9007199254740991";
 
@@ -830,6 +834,46 @@ Deno.test("parser resource limits end in a ToolProtocolError", () => {
     ToolProtocolError,
   );
   assertStrictEquals(inside.code, CODES.INVALID_JSON);
+});
+
+Deno.test("the exact parser follows MAX_PARSE_NESTING containers and names the one past it", () => {
+  const depth = MAX_PARSE_NESTING;
+  const arrays = "[".repeat(depth) + "]".repeat(depth);
+  assertEquals(JSON.stringify(parseStrictJsonText(arrays).value), arrays);
+  const objects = '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
+  assertEquals(JSON.stringify(parseStrictJsonText(objects).value), objects);
+  // An empty container counts too: the bound is checked before its contents are read.
+  const cases: [string, string][] = [
+    ["[".repeat(depth) + "[]" + "]".repeat(depth), "array"],
+    ['{"a":'.repeat(depth) + "{}" + "}".repeat(depth), "object"],
+    ["[".repeat(depth) + "{}" + "]".repeat(depth), "object"],
+    ['{"a":'.repeat(depth) + "[" + "}".repeat(depth), "array"],
+  ];
+  for (const [input, kind] of cases) {
+    assertProtocolError(() => parseStrictJsonText(input), CODES.INVALID_JSON, {
+      message:
+        `maximum recursion depth exceeded while decoding a JSON ${kind} from a unicode string`,
+    });
+  }
+});
+
+Deno.test("the exact parser and the fast path decode the same values", () => {
+  const documents = [
+    "{}",
+    "[]",
+    ' { "a" : [ 1 , -2 , 3.25 , "x\\n\\u00e9" , true , false , null ] } ',
+    '{"b":{"c":{}},"a":[[],[{}]],"__proto__":{"d":"e"},"1":0,"z":"😀é"}',
+    '{"s":"\\"\\\\\\/\\b\\f\\n\\r\\t","n":-12345.5,"i":9007199254740,"f":0.125}',
+  ];
+  for (const document of documents) {
+    const fast = parseStrictJsonBytes(bytes(document));
+    assertStrictEquals(fast.normalized, true, document);
+    const exact = parseStrictJsonText(document);
+    assertStrictEquals(exact.normalized, false, document);
+    assertEquals(exact.value, fast.value, document);
+    // Same key order at every level, and "__proto__" an own key in both.
+    assertStrictEquals(JSON.stringify(exact.value), JSON.stringify(fast.value), document);
+  }
 });
 
 // ---------------------------------------------------------------------------------------------

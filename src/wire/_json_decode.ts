@@ -378,6 +378,7 @@ export function parseStrictJsonText(text: string): ParsedJson {
 // ---------------------------------------------------------------------------------------------
 // The exact parser.
 
+/** A syntax error at a character position; the caller turns it into `line L column C`. */
 class SyntaxFault {
   constructor(readonly message: string, readonly pos: number) {}
 }
@@ -404,11 +405,13 @@ const enum Ctx {
   ObjectValue,
 }
 
+/** An open container: the array, or the object with the key whose value is being read. */
 interface Frame {
   kind: Ctx;
   array?: unknown[];
   object?: Record<string, unknown>;
   key?: string;
+  /** The first key seen twice; reported when the object closes, as the reference does. */
   duplicate?: string;
 }
 
@@ -416,9 +419,13 @@ function isWs(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
 function parseExact(text: string): unknown {
   try {
-    return parseExactOrFault(text);
+    return new ExactParser(text).parse();
   } catch (fault) {
     if (fault instanceof SyntaxFault) {
       throw invalidJson(fault.message, positionPath(text, fault.pos));
@@ -427,163 +434,220 @@ function parseExact(text: string): unknown {
   }
 }
 
-function parseExactOrFault(text: string): unknown {
-  const n = text.length;
-  if (text.charCodeAt(0) === 0xfeff) {
-    throw new SyntaxFault("Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
+/** What #readValue returns after opening a non-empty container (never a JSON value). */
+const OPENED: unique symbol = Symbol("opened");
+
+/**
+ * The exact parser over one text: iterative, never recursive (open containers sit on an explicit
+ * stack bounded by `MAX_PARSE_NESTING`), one method per token kind. A syntax error is thrown as a
+ * `SyntaxFault` at its character position; every other rejection as a `ToolProtocolError`.
+ */
+class ExactParser {
+  readonly #text: string;
+  readonly #end: number;
+  /** The position of the next character to read. */
+  #pos = 0;
+  readonly #stack: Frame[] = [];
+  /** Set by #readNumber for a float token with an integral value (see markFloatMember). */
+  #integralFloat = false;
+
+  constructor(text: string) {
+    this.#text = text;
+    this.#end = text.length;
   }
-  let i = 0;
-  const skip = () => {
-    while (i < n && isWs(text.charCodeAt(i))) i++;
-  };
-  const stack: Frame[] = [];
-  let result: unknown;
-  skip();
-  // Set by readNumber for a float token with an integral value (see markFloatMember).
-  let integralFloat = false;
-  // Parse one value; containers push frames and continue the loop.
-  value: for (;;) {
-    let v: unknown;
-    integralFloat = false;
-    const c = text.charCodeAt(i);
-    if (c === 0x7b) {
-      if (stack.length >= MAX_PARSE_NESTING) {
-        throw invalidJson(
-          "maximum recursion depth exceeded while decoding a JSON object from a unicode string",
-        );
-      }
-      i++;
-      skip();
-      if (text.charCodeAt(i) === 0x7d) {
-        i++;
-        v = {};
-      } else {
-        const frame: Frame = { kind: Ctx.ObjectValue, object: {} };
-        stack.push(frame);
-        readKey(frame);
-        continue value;
-      }
-    } else if (c === 0x5b) {
-      if (stack.length >= MAX_PARSE_NESTING) {
-        throw invalidJson(
-          "maximum recursion depth exceeded while decoding a JSON array from a unicode string",
-        );
-      }
-      i++;
-      skip();
-      if (text.charCodeAt(i) === 0x5d) {
-        i++;
-        v = [];
-      } else {
-        stack.push({ kind: Ctx.Array, array: [] });
-        continue value;
-      }
-    } else if (c === 0x22) {
-      v = readString();
-    } else if (c === 0x6e && text.startsWith("null", i)) {
-      i += 4;
-      v = null;
-    } else if (c === 0x74 && text.startsWith("true", i)) {
-      i += 4;
-      v = true;
-    } else if (c === 0x66 && text.startsWith("false", i)) {
-      i += 5;
-      v = false;
-    } else if (c === 0x4e && text.startsWith("NaN", i)) {
-      throw invalidJson("non-finite JSON number is not allowed: NaN");
-    } else if (c === 0x49 && text.startsWith("Infinity", i)) {
-      throw invalidJson("non-finite JSON number is not allowed: Infinity");
-    } else if (c === 0x2d && text.startsWith("-Infinity", i)) {
-      throw invalidJson("non-finite JSON number is not allowed: -Infinity");
-    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      v = readNumber();
-    } else {
-      throw new SyntaxFault("Expecting value", i);
+
+  /** Parses the whole text as one value followed only by whitespace. */
+  parse(): unknown {
+    if (this.#text.charCodeAt(0) === 0xfeff) {
+      throw new SyntaxFault("Unexpected UTF-8 BOM (decode using utf-8-sig)", 0);
     }
-    // Attach the finished value and close every container it completes.
+    this.#skipWhitespace();
+    const result = this.#readDocument();
+    this.#skipWhitespace();
+    if (this.#pos !== this.#end) throw new SyntaxFault("Extra data", this.#pos);
+    return result;
+  }
+
+  /** Reads one top-level value: containers push frames and the loop reads their members. */
+  #readDocument(): unknown {
+    const text = this.#text;
+    const stack = this.#stack;
     for (;;) {
-      const frame = stack[stack.length - 1];
-      if (frame === undefined) {
-        result = v;
-        break value;
-      }
-      if (frame.kind === Ctx.Array) {
-        frame.array!.push(v);
-        integralFloat = false;
-        skip();
-        const d = text.charCodeAt(i);
-        if (d === 0x2c) {
-          i++;
-          skip();
-          continue value;
+      this.#integralFloat = false;
+      let v = this.#readValue();
+      if (v === OPENED) continue;
+      // Attach the finished value and close every container it completes.
+      for (;;) {
+        const frame = stack[stack.length - 1];
+        if (frame === undefined) return v;
+        if (frame.kind === Ctx.Array) {
+          frame.array!.push(v);
+          this.#integralFloat = false;
+          this.#skipWhitespace();
+          const d = text.charCodeAt(this.#pos);
+          if (d === 0x2c) {
+            this.#pos++;
+            this.#skipWhitespace();
+            break;
+          }
+          if (d === 0x5d) {
+            this.#pos++;
+            stack.pop();
+            v = frame.array;
+            continue;
+          }
+          throw new SyntaxFault("Expecting ',' delimiter", this.#pos);
         }
-        if (d === 0x5d) {
-          i++;
-          stack.pop();
-          v = frame.array;
-          continue;
-        }
-        throw new SyntaxFault("Expecting ',' delimiter", i);
-      }
-      // Object member value.
-      const key = frame.key!;
-      // The object is its own key set: a member is an own property once set (setOwn makes
-      // "__proto__" one too), and no JSON value is undefined.
-      if (frame.duplicate === undefined && Object.hasOwn(frame.object!, key)) {
-        frame.duplicate = key;
-      }
-      setOwn(frame.object!, key, v);
-      if (integralFloat) markFloatMember(frame.object!, key);
-      integralFloat = false;
-      skip();
-      const d = text.charCodeAt(i);
-      if (d === 0x2c) {
-        i++;
-        skip();
-        readKey(frame);
-        continue value;
-      }
-      if (d === 0x7d) {
-        i++;
-        stack.pop();
-        if (frame.duplicate !== undefined) {
-          throw new ToolProtocolError(
-            ToolErrorCodes.DUPLICATE_KEY,
-            `duplicate JSON object key: ${pyRepr(frame.duplicate)}`,
-          );
-        }
+        if (this.#setMember(frame, v)) break;
         v = frame.object;
-        continue;
       }
-      throw new SyntaxFault("Expecting ',' delimiter", i);
     }
   }
-  skip();
-  if (i !== n) throw new SyntaxFault("Extra data", i);
-  return result;
 
-  function readKey(frame: Frame): void {
-    if (text.charCodeAt(i) !== 0x22) {
-      throw new SyntaxFault("Expecting property name enclosed in double quotes", i);
+  /**
+   * Reads one value at the current position. A non-empty container pushes its frame (an object
+   * reads its first key too) and returns `OPENED`: its members are read next.
+   */
+  #readValue(): unknown {
+    const text = this.#text;
+    const i = this.#pos;
+    const c = text.charCodeAt(i);
+    if (c === 0x7b) return this.#openObject();
+    if (c === 0x5b) return this.#openArray();
+    if (c === 0x22) return this.#readString();
+    if (c === 0x6e && text.startsWith("null", i)) {
+      this.#pos = i + 4;
+      return null;
     }
-    frame.key = readString();
-    skip();
-    if (text.charCodeAt(i) !== 0x3a) throw new SyntaxFault("Expecting ':' delimiter", i);
-    i++;
-    skip();
+    if (c === 0x74 && text.startsWith("true", i)) {
+      this.#pos = i + 4;
+      return true;
+    }
+    if (c === 0x66 && text.startsWith("false", i)) {
+      this.#pos = i + 5;
+      return false;
+    }
+    if (c === 0x4e && text.startsWith("NaN", i)) {
+      throw invalidJson("non-finite JSON number is not allowed: NaN");
+    }
+    if (c === 0x49 && text.startsWith("Infinity", i)) {
+      throw invalidJson("non-finite JSON number is not allowed: Infinity");
+    }
+    if (c === 0x2d && text.startsWith("-Infinity", i)) {
+      throw invalidJson("non-finite JSON number is not allowed: -Infinity");
+    }
+    if (c === 0x2d || isDigit(c)) return this.#readNumber();
+    throw new SyntaxFault("Expecting value", i);
   }
 
-  function readString(): string {
-    const begin = i;
-    i++;
+  /** Opens an object at `{`: `{}` is a finished value, anything else pushes a frame. */
+  #openObject(): unknown {
+    if (this.#stack.length >= MAX_PARSE_NESTING) {
+      throw invalidJson(
+        "maximum recursion depth exceeded while decoding a JSON object from a unicode string",
+      );
+    }
+    this.#pos++;
+    this.#skipWhitespace();
+    if (this.#text.charCodeAt(this.#pos) === 0x7d) {
+      this.#pos++;
+      return {};
+    }
+    const frame: Frame = { kind: Ctx.ObjectValue, object: {} };
+    this.#stack.push(frame);
+    this.#readKey(frame);
+    return OPENED;
+  }
+
+  /** Opens an array at `[`: `[]` is a finished value, anything else pushes a frame. */
+  #openArray(): unknown {
+    if (this.#stack.length >= MAX_PARSE_NESTING) {
+      throw invalidJson(
+        "maximum recursion depth exceeded while decoding a JSON array from a unicode string",
+      );
+    }
+    this.#pos++;
+    this.#skipWhitespace();
+    if (this.#text.charCodeAt(this.#pos) === 0x5d) {
+      this.#pos++;
+      return [];
+    }
+    this.#stack.push({ kind: Ctx.Array, array: [] });
+    return OPENED;
+  }
+
+  /**
+   * Stores `v` as the value of the frame's current key and reads the delimiter after it: true
+   * after `,` (the next key is read), false after `}` (the frame is popped; a duplicate key seen
+   * in it is reported now).
+   */
+  #setMember(frame: Frame, v: unknown): boolean {
+    const object = frame.object!;
+    const key = frame.key!;
+    // The object is its own key set: a member is an own property once set (setOwn makes
+    // "__proto__" one too), and no JSON value is undefined.
+    if (frame.duplicate === undefined && Object.hasOwn(object, key)) frame.duplicate = key;
+    setOwn(object, key, v);
+    if (this.#integralFloat) markFloatMember(object, key);
+    this.#integralFloat = false;
+    this.#skipWhitespace();
+    const d = this.#text.charCodeAt(this.#pos);
+    if (d === 0x2c) {
+      this.#pos++;
+      this.#skipWhitespace();
+      this.#readKey(frame);
+      return true;
+    }
+    if (d === 0x7d) {
+      this.#pos++;
+      this.#stack.pop();
+      if (frame.duplicate !== undefined) {
+        throw new ToolProtocolError(
+          ToolErrorCodes.DUPLICATE_KEY,
+          `duplicate JSON object key: ${pyRepr(frame.duplicate)}`,
+        );
+      }
+      return false;
+    }
+    throw new SyntaxFault("Expecting ',' delimiter", this.#pos);
+  }
+
+  #skipWhitespace(): void {
+    const text = this.#text;
+    const end = this.#end;
+    let i = this.#pos;
+    while (i < end && isWs(text.charCodeAt(i))) i++;
+    this.#pos = i;
+  }
+
+  /** Reads a member's key and the `:` after it into `frame`. */
+  #readKey(frame: Frame): void {
+    if (this.#text.charCodeAt(this.#pos) !== 0x22) {
+      throw new SyntaxFault("Expecting property name enclosed in double quotes", this.#pos);
+    }
+    frame.key = this.#readString();
+    this.#skipWhitespace();
+    if (this.#text.charCodeAt(this.#pos) !== 0x3a) {
+      throw new SyntaxFault("Expecting ':' delimiter", this.#pos);
+    }
+    this.#pos++;
+    this.#skipWhitespace();
+  }
+
+  /** Reads a string token at its opening quote and returns its unescaped text. */
+  #readString(): string {
+    const text = this.#text;
+    const end = this.#end;
+    const begin = this.#pos;
+    let i = begin + 1;
     let out = "";
     let chunk = i;
     for (;;) {
-      if (i >= n) throw new SyntaxFault("Unterminated string starting at", begin);
+      if (i >= end) throw new SyntaxFault("Unterminated string starting at", begin);
       const c = text.charCodeAt(i);
       if (c === 0x22) {
         out += text.slice(chunk, i);
-        i++;
+        this.#pos = i + 1;
         return out;
       }
       if (c < 0x20) throw new SyntaxFault("Invalid control character at", i);
@@ -620,14 +684,14 @@ function parseExactOrFault(text: string): unknown {
           out += "\t";
           break;
         case 0x75: {
-          const unit = readHex(i + 2);
+          const unit = this.#readHex(i + 2);
           i += 6;
           // A high surrogate followed by an escaped low surrogate forms one character.
           if (
             unit >= 0xd800 && unit <= 0xdbff && text.charCodeAt(i) === 0x5c &&
             text.charCodeAt(i + 1) === 0x75
           ) {
-            const low = readHexOrNaN(i + 2);
+            const low = this.#readHexOrNaN(i + 2);
             if (low >= 0xdc00 && low <= 0xdfff) {
               out += String.fromCharCode(unit, low);
               i += 6;
@@ -647,20 +711,28 @@ function parseExactOrFault(text: string): unknown {
     }
   }
 
-  function readHexOrNaN(at: number): number {
-    if (at + 4 > n) return NaN;
-    const hex = text.slice(at, at + 4);
+  /** The four hex digits at `at` as a code unit, or NaN when they are not four hex digits. */
+  #readHexOrNaN(at: number): number {
+    if (at + 4 > this.#end) return NaN;
+    const hex = this.#text.slice(at, at + 4);
     return /^[0-9a-fA-F]{4}$/.test(hex) ? parseInt(hex, 16) : NaN;
   }
 
-  function readHex(at: number): number {
-    const unit = readHexOrNaN(at);
+  /** The four hex digits of the `\u` escape whose `u` is at `at - 1`. */
+  #readHex(at: number): number {
+    const unit = this.#readHexOrNaN(at);
     if (Number.isNaN(unit)) throw new SyntaxFault("Invalid \\uXXXX escape", at - 1);
     return unit;
   }
 
-  function readNumber(): number {
-    const start = i;
+  /**
+   * Reads a number token: a float (its integral values flagged for the float mark), or an
+   * integer within ±(2^53 − 1).
+   */
+  #readNumber(): number {
+    const text = this.#text;
+    const start = this.#pos;
+    let i = start;
     if (text.charCodeAt(i) === 0x2d) i++;
     const intStart = i;
     const first = text.charCodeAt(i);
@@ -688,10 +760,11 @@ function parseExactOrFault(text: string): unknown {
         i = j;
       }
     }
+    this.#pos = i;
     const token = text.slice(start, i);
     if (!integer) {
       const float = Number(token);
-      integralFloat = Number.isInteger(float);
+      this.#integralFloat = Number.isInteger(float);
       return float;
     }
     const digits = intEnd - intStart;
@@ -707,10 +780,6 @@ function parseExactOrFault(text: string): unknown {
     }
     return value === 0 ? 0 : value;
   }
-}
-
-function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39;
 }
 
 /**
