@@ -547,9 +547,9 @@ Deno.test("payload_json texts at every carrier rule, one by one", () => {
 });
 
 Deno.test("the strict decoder's fast path never adopts a number the size bound cannot cover", () => {
-  // carrier.ts proves the compact encoding of an adopted payload no longer than payload_json
-  // because the strict decoder's fast path sends every number with an exponent, or with a
-  // fraction after 16 or more integer digits, to the exact path. Pin that contract here.
+  // _carrier_rules.ts proves the compact encoding of an adopted payload no longer than
+  // payload_json because the strict decoder's fast path sends every number with an exponent, or
+  // with a fraction after 16 or more integer digits, to the exact path. Pin that contract here.
   for (const text of ['{"a":1e5}', '{"a":1E5}', '{"a":2.5e-3}', '{"a":12345678901234567.5}']) {
     assertStrictEquals(parseStrictJsonBytes(utf8.encode(text)).normalized, false, text);
   }

@@ -21,11 +21,10 @@ import { logIdsOf, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { maxMessageBytesOption } from "../wire/codec.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
+import { type DecodedCarrier, envelopeFromRow } from "./_carrier_rules.ts";
+import { carrierMessageSizeOver } from "./_carrier_size.ts";
 import {
-  carrierMessageSizeOver,
   carrierToEnvelope,
-  type DecodedCarrier,
-  envelopeFromRow,
   toolEnvelopeToMessage,
   type ToolMessageArrowValue,
   toolMessageCarrierSize,

@@ -34,25 +34,31 @@
  * @module
  */
 import type { RecordBatch } from "apache-arrow";
-import { checkMessageSize, encodeJson, maxMessageBytesOption, utf8Length } from "../wire/codec.ts";
+import {
+  checkMessageSize,
+  encodeJson,
+  envelopeHeaderBound,
+  envelopeHeaderBytes,
+  maxMessageBytesOption,
+  utf8Length,
+} from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { checkTypedEnvelope } from "../wire/messages.ts";
 import {
   CARRIER_COLUMN,
-  carrierDecodeLimits,
   type CarrierRow,
-  checkedCarrierEnvelope,
   checkedUtf8Range,
   envelopeFromRow,
-  envelopeHeaderBound,
-  envelopeHeaderBytes,
   invalidBitmap,
   invalidBuffers,
+  type Utf8Range,
+} from "./_carrier_rules.ts";
+import { carrierDecodeLimits, checkedCarrierEnvelope } from "./_carrier_size.ts";
+import {
   TOOL_MESSAGE_SCHEMA,
   type ToolEnvelopeToMessageOptions,
   toolMessageToEnvelope,
   type ToolMessageToEnvelopeOptions,
-  type Utf8Range,
 } from "./carrier.ts";
 import {
   checkToolMessageStream,
