@@ -50,6 +50,7 @@ import {
   toolMessageCarrierSize,
   toolMessageToEnvelope,
 } from "../dora.ts";
+import { CARRIER_COLUMN } from "../src/dora/_carrier_rules.ts";
 import { assertProtocolError, CODES, context, MAX, PROTOCOL, text } from "./_helpers.ts";
 import { SeededRandom } from "./_random.ts";
 
@@ -200,6 +201,14 @@ Deno.test("TOOL_MESSAGE_SCHEMA has the ten columns of tool.v1.yaml and is frozen
   assert(Object.isFrozen(TOOL_MESSAGE_SCHEMA));
   assert(Object.isFrozen(TOOL_MESSAGE_SCHEMA.fields));
   assert(TOOL_MESSAGE_SCHEMA.fields.every((field) => Object.isFrozen(field)));
+});
+
+Deno.test("the carrier rules' column index table names the columns of TOOL_MESSAGE_SCHEMA", () => {
+  // The rules declare the indices by name (no import of the schema): pin them to its order.
+  assertEquals(
+    Object.entries(CARRIER_COLUMN),
+    TOOL_MESSAGE_SCHEMA.fields.map((field, index) => [field.name, index]),
+  );
 });
 
 Deno.test("carrier round trips a RecordBatch, a single-batch Table and IPC bytes", () => {
