@@ -87,7 +87,8 @@ interface CellOptions extends HandlerExtras {
 }
 
 function cell(provider: Provider, options: CellOptions = {}): ToolEndpointHandler {
-  const { queryConcurrency = 1, actionConcurrency = 1, ...extras } = options;
+  // Hung and failing provider calls are this suite's input: their records are not printed.
+  const { queryConcurrency = 1, actionConcurrency = 1, logger = () => {}, ...extras } = options;
   return new ToolEndpointHandler(
     new ToolEndpointDescriptor({
       protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -109,6 +110,7 @@ function cell(provider: Provider, options: CellOptions = {}): ToolEndpointHandle
     }),
     {
       endpointInstanceId: INSTANCE,
+      logger,
       ...extras,
       operations: { detect: provider as never, move: provider as never },
     },

@@ -150,6 +150,8 @@ export function fuzzEndpoint(
   const queries: ToolRequest[] = [];
   const handler = new ToolEndpointHandler(fuzzDescriptor(maxConcurrency), {
     endpointInstanceId: INSTANCE,
+    // Provider failures are fuzz input: not printed (a target may pass its own logger).
+    logger: () => {},
     ...extras,
     operations: {
       detect: {

@@ -202,7 +202,13 @@ function makeHandler(background: Set<Promise<unknown>>) {
   const serve = new SteeredProvider("serve", background);
   const handler = new ToolEndpointHandler(
     cellDescriptor({ endpointId: ENDPOINT, query: null, maxConcurrency: 8 }),
-    { endpointInstanceId: INSTANCE, maxEarlyEvents: 4, operations: { move, serve } },
+    {
+      endpointInstanceId: INSTANCE,
+      maxEarlyEvents: 4,
+      // Convergences and refused late events are what this target provokes: not printed.
+      logger: () => {},
+      operations: { move, serve },
+    },
   );
   return { handler, providers: { move, serve } };
 }
