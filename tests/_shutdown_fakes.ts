@@ -1,18 +1,21 @@
 // Providers of the shutdown suites (not a test file itself): Actions and Sessions that keep
 // running after acceptance and either end when their signal aborts or ignore it.
 import {
+  makeInvokeRequestEnvelope,
+  makeResultRequestEnvelope,
+  makeStatusRequestEnvelope,
   ToolAccepted,
   type ToolCallOptions,
-  type ToolContext,
+  ToolContext,
   ToolControlResponse,
   type ToolEndpointDescriptor,
   ToolEndpointHandler,
   type ToolEndpointHandlerOptions,
   ToolEvent,
   type ToolEventEmitter,
-  type ToolExecutionKey,
+  ToolExecutionKey,
   ToolExecutionStatus,
-  type ToolRequest,
+  ToolRequest,
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
@@ -128,4 +131,22 @@ export function robotHandler(
     ...extras,
     operations: { move, serve },
   });
+}
+
+/** The invoke, status and result requests of one execution of the robot endpoint. */
+export function requests(operation: string, invocationId: string) {
+  const context = new ToolContext({
+    executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
+    toolId: "forge.tool.robot",
+    implementationId: "robot",
+    endpointId: "robot",
+    operation,
+  });
+  const headers = (requestId: string) => ({ requestId, endpointInstanceId: "instance-1" });
+  return {
+    invoke: (requestId = `invoke-${invocationId}`) =>
+      makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, headers(requestId)),
+    status: () => makeStatusRequestEnvelope(context, headers(`status-${invocationId}`)),
+    result: () => makeResultRequestEnvelope(context, headers(`result-${invocationId}`)),
+  };
 }

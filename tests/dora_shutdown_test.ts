@@ -10,17 +10,11 @@ import {
   errorFromPayload,
   eventFromPayload,
   invokeResponseFromPayload,
-  makeInvokeRequestEnvelope,
-  makeResultRequestEnvelope,
-  makeStatusRequestEnvelope,
   resultResponseFromPayload,
   statusResponseFromPayload,
-  ToolContext,
   type ToolEnvelope,
   ToolEvent,
-  ToolExecutionKey,
   ToolProtocolError,
-  ToolRequest,
   ToolResult,
 } from "../mod.ts";
 import {
@@ -32,24 +26,7 @@ import {
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
 } from "../dora.ts";
-import { LongRunning, type OnAbort, robotHandler } from "./_shutdown_fakes.ts";
-
-function requests(operation: string, invocationId: string) {
-  const context = new ToolContext({
-    executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
-    toolId: "forge.tool.robot",
-    implementationId: "robot",
-    endpointId: "robot",
-    operation,
-  });
-  const headers = (requestId: string) => ({ requestId, endpointInstanceId: "instance-1" });
-  return {
-    invoke: (requestId = `invoke-${invocationId}`) =>
-      makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, headers(requestId)),
-    status: () => makeStatusRequestEnvelope(context, headers(`status-${invocationId}`)),
-    result: () => makeResultRequestEnvelope(context, headers(`result-${invocationId}`)),
-  };
-}
+import { LongRunning, type OnAbort, requests, robotHandler } from "./_shutdown_fakes.ts";
 
 /** One line per message the node published, in order, as the Gateway sees them. */
 function describe(envelope: ToolEnvelope): string {

@@ -3,40 +3,17 @@ import { assert, assertEquals, assertInstanceOf, assertRejects } from "@std/asse
 import {
   eventFromPayload,
   invokeResponseFromPayload,
-  makeInvokeRequestEnvelope,
-  makeResultRequestEnvelope,
-  makeStatusRequestEnvelope,
   resultResponseFromPayload,
   statusResponseFromPayload,
   ToolAccepted,
-  ToolContext,
   type ToolEnvelope,
   ToolEvent,
-  ToolExecutionKey,
   ToolProtocolError,
-  ToolRequest,
   ToolResult,
 } from "../mod.ts";
-import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
+import { LongRunning, requests, robotHandler } from "./_shutdown_fakes.ts";
 
 const OPERATIONS = [["move", "action"], ["serve", "session"]] as const;
-
-function requests(operation: string, invocationId: string) {
-  const context = new ToolContext({
-    executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
-    toolId: "forge.tool.robot",
-    implementationId: "robot",
-    endpointId: "robot",
-    operation,
-  });
-  const headers = (requestId: string) => ({ requestId, endpointInstanceId: "instance-1" });
-  return {
-    invoke: (requestId = `invoke-${invocationId}`) =>
-      makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, headers(requestId)),
-    status: () => makeStatusRequestEnvelope(context, headers(`status-${invocationId}`)),
-    result: () => makeResultRequestEnvelope(context, headers(`result-${invocationId}`)),
-  };
-}
 
 /** An event sink that records what it published and when (relative to `marks`). */
 function recorder() {
