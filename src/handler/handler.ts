@@ -100,9 +100,14 @@ export interface ToolEndpointHandlerOptions {
   /** Action and Session executions retained for duplicate suppression (default 1024). */
   readonly maxRetainedExecutions?: number;
   /**
-   * Enforce `deadline_ms` (default false): an invoke whose deadline has passed is rejected with
-   * `FORGE_ENDPOINT_DEADLINE_EXCEEDED` before the provider is called, and the provider's signal
-   * aborts when the deadline passes during the work.
+   * Enforce `deadline_ms`: an invoke whose deadline has passed is rejected with
+   * `FORGE_ENDPOINT_DEADLINE_EXCEEDED` before the provider is called, the provider's signal
+   * aborts (a `TimeoutError`) when the deadline passes during the work, and a Query that answers
+   * `succeeded` once its deadline passed is answered `failed` with
+   * `FORGE_ENDPOINT_DEADLINE_EXCEEDED` (its outputs kept). This differs from the reference, which
+   * validates `deadline_ms` but does not enforce it; `false` restores that.
+   *
+   * @default {true}
    */
   readonly enforceDeadlines?: boolean;
   /** The wall clock in Unix epoch milliseconds, for deadlines (default `Date.now`). */
@@ -145,8 +150,11 @@ export interface CloseOptions {
   /**
    * How long to wait, in milliseconds, for in-flight provider calls to settle and for every
    * admitted execution to end and publish its terminal event, before the rest converges to
-   * `unknown`; publishing those events and the remaining answers gets as long again
-   * (default 5000).
+   * `unknown`; publishing those events and the remaining answers gets as long again. A
+   * non-negative finite number (`0`: no grace, what is still running converges at once);
+   * anything else rejects with a `RangeError` showing the value.
+   *
+   * @default {5000}
    */
   readonly graceMs?: number;
 }
@@ -184,6 +192,24 @@ const ABANDONED = new ToolProtocolError(
 );
 
 const CREATE_HANDLER = "create the handler";
+
+/** The failure of a Query that ended (threw or answered `succeeded`) after its deadline. */
+const QUERY_DEADLINE_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_DEADLINE_EXCEEDED,
+  message: "deadline_ms passed before the query finished",
+  retryable: false,
+});
+
+/** `CloseOptions.graceMs`: 5000 when absent, else a non-negative finite number. */
+function graceOption(value: unknown): number {
+  if (value === undefined || value === null) return 5000;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new RangeError(
+      optionMessage("close the handler", "graceMs", "a non-negative finite number", value),
+    );
+  }
+  return value;
+}
 
 /**
  * Provider failures answered as a protocol error that are the provider's fault (a changed
@@ -477,7 +503,13 @@ export class ToolEndpointHandler {
       log: (level, event, message, ids, error) => this.#log(level, event, message, ids, error),
       tracer: this.#tracer,
     });
-    this.#enforceDeadlines = options.enforceDeadlines === true;
+    const enforceDeadlines: unknown = options.enforceDeadlines;
+    if (enforceDeadlines !== undefined && typeof enforceDeadlines !== "boolean") {
+      throw new TypeError(
+        optionMessage(CREATE_HANDLER, "enforceDeadlines", "a boolean", enforceDeadlines),
+      );
+    }
+    this.#enforceDeadlines = enforceDeadlines ?? true;
     this.#now = options.now ?? Date.now;
   }
 
@@ -865,7 +897,7 @@ export class ToolEndpointHandler {
    * twice `graceMs`. Retained results stay readable afterwards.
    */
   async close(options: CloseOptions = {}): Promise<void> {
-    const graceMs = options.graceMs ?? 5000;
+    const graceMs = graceOption(options?.graceMs);
     if (!this.#closed) {
       this.#closed = true;
       this.#lifetime.abort(new DOMException("the endpoint handler closed", "AbortError"));
@@ -1066,14 +1098,7 @@ export class ToolEndpointHandler {
         meter.finish("failed", admittedAt);
         endInvocationSpan(span, "failed");
         return makeInvokeResponseEnvelope(
-          new ToolResult({
-            status: "failed",
-            error: rejection(
-              ToolErrorCodes.ENDPOINT_DEADLINE_EXCEEDED,
-              "deadline_ms passed before the query finished",
-              false,
-            ),
-          }),
+          new ToolResult({ status: "failed", error: QUERY_DEADLINE_ERROR }),
           request,
         );
       }
@@ -1106,9 +1131,26 @@ export class ToolEndpointHandler {
       );
       throw error;
     }
-    meter.finish(result.status, admittedAt);
-    endInvocationSpan(span, result.status);
-    return makeInvokeResponseEnvelope(result, request);
+    let answer: ToolResult = result;
+    if (result.status === "succeeded" && this.#enforceDeadlines && this.#deadlinePassed(context)) {
+      // As when it throws once its signal aborted at the deadline: an answer after the deadline
+      // is no success, whether or not the provider looked at its signal.
+      this.#log(
+        "warn",
+        "provider.deadline_exceeded",
+        `query() answered succeeded after deadline_ms ${context.deadlineMs} passed: ` +
+          "answered failed with FORGE_ENDPOINT_DEADLINE_EXCEEDED, its outputs kept",
+        logIdsOf(request),
+      );
+      answer = new ToolResult({
+        status: "failed",
+        error: QUERY_DEADLINE_ERROR,
+        outputs: result.outputs,
+      });
+    }
+    meter.finish(answer.status, admittedAt);
+    endInvocationSpan(span, answer.status);
+    return makeInvokeResponseEnvelope(answer, request);
   }
 
   // -------------------------------------------------------------------------------------------

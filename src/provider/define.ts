@@ -14,21 +14,26 @@
  *   `ToolContext` and the `ToolRequest`. If the function settles before the handler finished
  *   processing the start, the invoke answers with the terminal result directly (the handler's
  *   rule for a result established during `start()`), followed by the terminal event.
- * - The outcome, once the function settles:
+ * - The outcome, once the function settles, follows why its signal aborted, whatever the
+ *   function then did (returning what it has, or throwing the abort):
  *
- *   | the function                                            | result status (phase)               |
- *   | ------------------------------------------------------- | ----------------------------------- |
- *   | returns outputs                                         | `succeeded` (`completed`)           |
- *   | returns, or throws the abort, after an accepted cancel  | `cancelled`, with what it returned  |
- *   | returns, or throws the abort, after an accepted stop    | `stopped`, with what it returned    |
- *   | throws a `ToolEndpointError`                            | `failed` with that error            |
- *   | throws after the deadline aborted its signal            | `failed`, `FORGE_ENDPOINT_DEADLINE_EXCEEDED` |
- *   | throws after another abort (handler closed, invoke abandoned) | `unknown`, `FORGE_ENDPOINT_OUTCOME_UNKNOWN` |
- *   | throws anything else, or returns a non-JSON-object     | `failed`, `FORGE_ENDPOINT_INTERNAL` |
+ *   | the function                                                           | result status (phase)                                               |
+ *   | ---------------------------------------------------------------------- | ------------------------------------------------------------------- |
+ *   | returns outputs, its signal not aborted                                | `succeeded` (`completed`)                                           |
+ *   | returns, or throws, after an accepted cancel                           | `cancelled`, with what it returned (`{}` if it throws)              |
+ *   | returns, or throws, after an accepted stop                             | `stopped`, with what it returned (`{}` if it throws)                |
+ *   | returns, or throws, after the deadline aborted its signal              | `failed`, `FORGE_ENDPOINT_DEADLINE_EXCEEDED`, with what it returned |
+ *   | returns, or throws, after a close or an abandoned invoke aborted it    | `unknown`, `FORGE_ENDPOINT_OUTCOME_UNKNOWN`, with what it returned  |
+ *   | throws a `ToolEndpointError` (whatever aborted its signal)             | `failed` with that error                                            |
+ *   | throws anything else, or returns a non-JSON-object (not aborted)       | `failed`, `FORGE_ENDPOINT_INTERNAL`                                 |
  *
- *   A Query answers the same results (without the cancel and stop rows). Every failed or unknown
- *   outcome is logged through the {@linkcode ToolLogger} with the execution key; an internal
- *   failure's cause is logged, never sent (its message is a fixed, safe text).
+ *   The first abort decides: a cancel or stop accepted after the deadline or a close aborted the
+ *   signal is answered `accepted` but does not change the outcome. Outputs that are not a JSON
+ *   object are dropped (logged, `provider.invalid_outputs`); after a deadline or another abort
+ *   the outcome stays that abort's. A Query answers the same results (without the cancel and
+ *   stop rows). Every failed or unknown outcome is logged through the {@linkcode ToolLogger} with
+ *   the execution key (`provider.failed`, `provider.aborted`); an internal failure's cause is
+ *   logged, never sent (its message is a fixed, safe text).
  * - The handler's `close()` aborts the functions' signals but does not wait for them (they are
  *   not provider calls); {@linkcode ToolEndpointDefinition.idle} does.
  * - Then the terminal event (`executor_completed`, `executor_failed`, `cancelled`, `stopped`;
@@ -53,12 +58,7 @@
 import { ToolEndpointError, ToolErrorCodes } from "../endpoint/errors.ts";
 import type { JsonObject } from "../_internal/json.ts";
 import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
-import {
-  consoleLogger,
-  logSafely as report,
-  type ToolLogger,
-  type ToolLogRecord,
-} from "../endpoint/log.ts";
+import { consoleLogger, logSafely as report, type ToolLogger } from "../endpoint/log.ts";
 import {
   ToolAccepted,
   type ToolContext,
@@ -394,9 +394,23 @@ function isAbort(error: unknown, signal: AbortSignal): boolean {
     (error instanceof DOMException && error.name === "AbortError");
 }
 
+/** Why a function's signal aborted, which decides its outcome (see the module documentation). */
+type AbortCause = "stop" | "deadline" | "aborted" | undefined;
+
+function abortCause(
+  signal: AbortSignal,
+  stopStatus: "cancelled" | "stopped" | undefined,
+): AbortCause {
+  if (!signal.aborted) return undefined;
+  if (stopStatus !== undefined) return "stop";
+  return isTimeout(signal.reason) ? "deadline" : "aborted";
+}
+
 /**
  * The terminal result of a settled function (see the module documentation's table), logging
- * every failed or unknown outcome with the execution key.
+ * every failed or unknown outcome with the execution key. The outcome follows why the signal
+ * aborted, whatever the function then did: returning after the deadline or after a close is not
+ * a success.
  */
 function outcomeOf(
   fulfilled: boolean,
@@ -406,12 +420,14 @@ function outcomeOf(
   context: ToolContext,
   logger: ToolLogger,
 ): ToolResult {
+  const cause = abortCause(signal, stopStatus);
   if (fulfilled) {
+    let outputs: ToolResult["outputs"] | undefined;
     try {
-      return new ToolResult({
-        status: stopStatus ?? "succeeded",
+      outputs = new ToolResult({
+        status: "succeeded",
         outputs: (value ?? undefined) as object | undefined,
-      });
+      }).outputs;
     } catch (error) {
       report(logger, {
         level: "error",
@@ -420,36 +436,75 @@ function outcomeOf(
         ...keyFields(context),
         error,
       });
-      return new ToolResult({ status: "failed", error: INVALID_OUTPUTS_ERROR });
+      // Outputs that are no JSON object are dropped; an abort still decides the outcome.
+      if (cause === undefined || cause === "stop") {
+        return new ToolResult({ status: "failed", error: INVALID_OUTPUTS_ERROR });
+      }
     }
+    if (cause === undefined) return new ToolResult({ status: "succeeded", outputs });
+    if (cause === "stop") return new ToolResult({ status: stopStatus!, outputs });
+    return aborted(cause, outputs, undefined, context, logger);
   }
-  if (stopStatus !== undefined && isAbort(value, signal)) {
-    return new ToolResult({ status: stopStatus });
-  }
-  let error: ToolError;
-  let level: ToolLogRecord["level"] = "error";
-  let status: "failed" | "unknown" = "failed";
   if (value instanceof ToolEndpointError) {
-    error = value.error;
-    level = "info";
-  } else if (signal.aborted && isTimeout(signal.reason)) {
-    error = DEADLINE_ERROR;
-    level = "warn";
-  } else if (signal.aborted) {
-    error = ABORTED_ERROR;
-    level = "warn";
-    status = "unknown";
-  } else {
-    error = INTERNAL_ERROR;
+    // The function's own word: a failure it reports explicitly, whatever aborted its signal.
+    report(logger, {
+      level: "info",
+      event: "provider.failed",
+      message: `${value.error.code}: ${value.error.message}`,
+      ...keyFields(context),
+      error: value,
+    });
+    return new ToolResult({ status: "failed", error: value.error });
   }
+  if (cause === "stop") {
+    if (!isAbort(value, signal)) {
+      report(logger, {
+        level: "warn",
+        event: "provider.failed",
+        message: `the function threw after an accepted ${
+          stopStatus === "cancelled" ? "cancel" : "stop"
+        }: the outcome is ${stopStatus}`,
+        ...keyFields(context),
+        error: value,
+      });
+    }
+    return new ToolResult({ status: stopStatus! });
+  }
+  if (cause !== undefined) return aborted(cause, undefined, value, context, logger);
   report(logger, {
-    level,
-    event: status === "unknown" ? "provider.aborted" : "provider.failed",
-    message: `${error.code}: ${error.message}`,
+    level: "error",
+    event: "provider.failed",
+    message: `${INTERNAL_ERROR.code}: ${INTERNAL_ERROR.message}`,
     ...keyFields(context),
     error: value,
   });
-  return new ToolResult({ status, error });
+  return new ToolResult({ status: "failed", error: INTERNAL_ERROR });
+}
+
+/**
+ * The outcome of a function whose signal the deadline (`failed`, deadline exceeded) or a close or
+ * abandon (`unknown`) aborted, with the outputs it returned, logged with the execution key
+ * (`provider.failed` and `provider.aborted`, as when it throws).
+ */
+function aborted(
+  cause: "deadline" | "aborted",
+  outputs: ToolResult["outputs"] | undefined,
+  thrown: unknown,
+  context: ToolContext,
+  logger: ToolLogger,
+): ToolResult {
+  const error = cause === "deadline" ? DEADLINE_ERROR : ABORTED_ERROR;
+  const returned = outputs === undefined ? "" : " (it returned; its outputs are kept)";
+  report(logger, {
+    level: "warn",
+    event: cause === "deadline" ? "provider.failed" : "provider.aborted",
+    message: `${error.code}: ${error.message}${returned}`,
+    ...keyFields(context),
+    ...(thrown === undefined ? {} : { error: thrown }),
+  });
+  return cause === "deadline"
+    ? new ToolResult({ status: "failed", error, outputs })
+    : new ToolResult({ status: "unknown", error, outputs });
 }
 
 function isTimeout(reason: unknown): boolean {
@@ -757,7 +812,9 @@ function implementExecution<A>(
     if (execution === undefined) return answers.notFound;
     if (execution.result !== undefined) return answers.terminal;
     if (!settings.controllable) return answers.unsupported;
-    if (!execution.stopRequested) {
+    // A signal the deadline or a close already aborted keeps that cause: the command is accepted
+    // (the work is ending) but the outcome follows why the signal aborted first.
+    if (!execution.stopRequested && !execution.controller.signal.aborted) {
       execution.stopRequested = true;
       execution.status = STOPPING;
       execution.controller.abort(
@@ -946,6 +1003,16 @@ export interface EndpointDefinitionOptions {
    * @default {1024}
    */
   readonly maxRetainedExecutions?: number;
+  /**
+   * Whether the handlers {@linkcode ToolEndpointDefinition.createHandler} builds enforce
+   * `deadline_ms` (unless given their own `enforceDeadlines`): an invoke past its deadline is
+   * rejected before the function runs, and the function's signal aborts at the deadline (its
+   * outcome is then `failed` with `FORGE_ENDPOINT_DEADLINE_EXCEEDED`). This differs from the
+   * reference, which validates `deadline_ms` but does not enforce it; `false` restores that.
+   *
+   * @default {true}
+   */
+  readonly enforceDeadlines?: boolean;
 }
 
 /** The handler options {@linkcode ToolEndpointDefinition.createHandler} takes. */
@@ -960,7 +1027,10 @@ export interface ToolEndpointDefinition {
   readonly descriptor: ToolEndpointDescriptor;
   /** One SPI provider per operation, for `ToolEndpointHandlerOptions.operations`. */
   readonly operations: Readonly<Record<string, ToolEndpointImplementation>>;
-  /** A handler serving these providers, with the definition's `maxRetainedExecutions`. */
+  /**
+   * A handler serving these providers, with the definition's `maxRetainedExecutions` (and its
+   * `logger` and `enforceDeadlines` unless `options` give their own).
+   */
   createHandler(options: DefinedHandlerOptions): ToolEndpointHandler;
   /**
    * Resolves once every Action and Session function started so far has settled and its terminal
@@ -1005,6 +1075,12 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
     "maxRetainedExecutions",
     options.maxRetainedExecutions,
     1024,
+  );
+  const enforceDeadlines = booleanOption(
+    options.enforceDeadlines,
+    true,
+    what,
+    "enforceDeadlines",
   );
   const logger = options.logger ?? consoleLogger;
   const running = new Set<Promise<void>>();
@@ -1054,6 +1130,7 @@ export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpoint
         ...handlerOptions,
         // One logger for the providers and the handler, unless the handler is given its own.
         logger: handlerOptions?.logger ?? logger,
+        enforceDeadlines: handlerOptions?.enforceDeadlines ?? enforceDeadlines,
         operations,
         maxRetainedExecutions: maxRetained,
       });
