@@ -1,4 +1,4 @@
-import { assertEquals, assertInstanceOf } from "@std/assert";
+import { assertEquals, assertInstanceOf, assertRejects } from "@std/assert";
 import {
   errorFromPayload,
   invokeResponseFromPayload,
@@ -36,6 +36,7 @@ function setup() {
     }),
     {
       endpointInstanceId: "instance-1",
+      logger: () => {}, // close() abandons calls on purpose: its warnings are expected
       operations: {
         detect: { query: () => never<ToolResult>() },
         move: {
@@ -97,4 +98,30 @@ Deno.test("close() answers every request still waiting on a provider once its gr
   assertEquals(errorFromPayload(statusAnswer.payload).code, "FORGE_ENDPOINT_UNAVAILABLE");
   assertEquals(handler.state.permitsInUse.move, 0);
   assertEquals(handler.state.activeQueries.detect, 0);
+});
+
+Deno.test("close() refuses a graceMs that is not a non-negative finite number, showing it", async () => {
+  const { handler, request } = setup();
+  const start = handler.dispatch(request("move", "m-1", "r-1").invoke);
+  for (
+    const [graceMs, shown] of [[NaN, "NaN"], [-1, "-1"], [Infinity, "Infinity"], ["10", '"10"']]
+  ) {
+    const error = await assertRejects(
+      () => handler.close({ graceMs: graceMs as number }),
+      RangeError,
+    );
+    assertEquals(
+      error.message,
+      `Cannot close the handler as 'graceMs' must be a non-negative finite number: current value is ${shown}`,
+    );
+    // Refused before anything changed: the handler still admits, nothing converged.
+    assertEquals(handler.state.closed, false);
+    assertEquals(handler.state.permitsInUse.move, 1);
+  }
+  // 0 is no grace: what is still running converges to unknown at once.
+  await handler.close({ graceMs: 0 });
+  const result = invokeResponseFromPayload((await start)[0].payload);
+  assertInstanceOf(result, ToolResult);
+  assertEquals(result.status, "unknown");
+  assertEquals(handler.state.closed, true);
 });

@@ -34,6 +34,7 @@ import {
   type ToolEventEmitter,
   ToolExecutionKey,
   ToolExecutionStatus,
+  type ToolLogRecord,
   ToolProtocolError,
   type ToolRequest,
   ToolResult,
@@ -1005,10 +1006,21 @@ for (const [name, target] of [["query", CQ], ["action", CA], ["session", CS]] as
     await handler.close({ graceMs: 10 });
   });
 
-  test(`an expired deadline is ignored unless enforced [${name}]`, async () => {
+  test(`an expired deadline refuses a ${name} invoke with the default options`, async () => {
     const provider = new Scripted();
     const providers = { query: provider, action: provider, session: provider };
+    // No enforceDeadlines: deadlines are enforced by default (the reference does not enforce).
     const handler = cell(providers, { now: () => NOW });
+    const [response] = await handler.dispatch(invokeFor(target, { deadlineMs: NOW - 1_000 }));
+    assertEquals(rejectedError(response).code, "FORGE_ENDPOINT_DEADLINE_EXCEEDED");
+    assertStrictEquals(provider.calls.query + provider.calls.start, 0);
+    assertStrictEquals(handler.state.activeInvocations, 0);
+  });
+
+  test(`an expired deadline is ignored with enforceDeadlines: false [${name}]`, async () => {
+    const provider = new Scripted();
+    const providers = { query: provider, action: provider, session: provider };
+    const handler = cell(providers, { enforceDeadlines: false, now: () => NOW });
     const [response] = await handler.dispatch(invokeFor(target, { deadlineMs: NOW - 1 }));
     assertStrictEquals(response.payload.outcome, name === "query" ? "completed" : "accepted");
     assertStrictEquals(provider.calls.query + provider.calls.start, 1);
@@ -1043,6 +1055,46 @@ test("a query whose deadline passes while it runs fails with DEADLINE_EXCEEDED",
   assertInstanceOf(signal.reason, DOMException);
   assertStrictEquals(signal.reason.name, "TimeoutError");
   assertStrictEquals(handler.state.activeQueries.detect, 0);
+});
+
+test("a query that answers succeeded once its deadline passed fails with DEADLINE_EXCEEDED", async () => {
+  const records: ToolLogRecord[] = [];
+  let clock = NOW;
+  const query = new Scripted();
+  // A provider that never looks at its signal and blocks past its deadline (the clock moves, the
+  // deadline timer has no chance to fire), then answers succeeded.
+  query.onQuery = () => {
+    clock = NOW + 100;
+    return new ToolResult({ status: "succeeded", outputs: { objects: ["cube"] } });
+  };
+  const handler = cell({ query }, { now: () => clock, logger: (r) => void records.push(r) });
+  const request = invokeFor(CQ, { deadlineMs: NOW + 10 });
+  const [response] = await handler.dispatch(request);
+  validateResponseCorrelation(request, response);
+  assertEquals(
+    completedResult(response),
+    new ToolResult({
+      status: "failed",
+      outputs: { objects: ["cube"] },
+      error: new ToolError({
+        code: "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
+        message: "deadline_ms passed before the query finished",
+        retryable: false,
+      }),
+    }),
+  );
+  assertEquals(records.map((r) => [r.level, r.event, r.invocationId, r.requestId]), [
+    ["warn", "provider.deadline_exceeded", "invocation-1", "request-1"],
+  ]);
+  assertEquals([
+    handler.metrics.operations.detect.succeeded,
+    handler.metrics.operations.detect.failed,
+  ], [0, 1]);
+  // Before its deadline, the same answer is a success.
+  clock = NOW;
+  query.onQuery = () => new ToolResult({ status: "succeeded", outputs: {} });
+  const [inTime] = await handler.dispatch(invokeFor(CQ, { deadlineMs: NOW + 10 }));
+  assertEquals(completedResult(inTime).status, "succeeded");
 });
 
 test("an accepted action's signal aborts at its deadline", async () => {

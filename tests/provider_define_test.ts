@@ -2,6 +2,7 @@
 // cancel and stop, failures and their log records, unknown and forgotten keys, events.
 import { assertEquals, assertInstanceOf, assertStrictEquals } from "@std/assert";
 import {
+  type ActionToolEndpoint,
   defineAction,
   defineEndpoint,
   defineQuery,
@@ -29,6 +30,7 @@ import {
   invokeFor,
   key,
   QUERY,
+  rejectedError,
   resultFor,
   resultOf,
   SESSION,
@@ -47,7 +49,13 @@ function recorder(): { logger: (record: ToolLogRecord) => void; records: ToolLog
 function serve(
   target: { endpointId: string; operation: string },
   definition: Parameters<typeof defineEndpoint>[0]["operations"][string],
-  extras: { maxRetainedExecutions?: number; enforceDeadlines?: boolean; now?: () => number } = {},
+  extras: {
+    maxRetainedExecutions?: number;
+    enforceDeadlines?: boolean;
+    now?: () => number;
+    /** defineEndpoint's own `enforceDeadlines` (the handler's default). */
+    definitionEnforceDeadlines?: boolean;
+  } = {},
 ) {
   const { logger, records } = recorder();
   const endpoint = defineEndpoint({
@@ -55,6 +63,7 @@ function serve(
     operations: { [target.operation]: definition },
     logger,
     maxRetainedExecutions: extras.maxRetainedExecutions,
+    enforceDeadlines: extras.definitionEnforceDeadlines,
   });
   const events: ToolEnvelope[] = [];
   const handler = endpoint.createHandler({
@@ -374,6 +383,147 @@ Deno.test("a deadline abort that makes the function throw fails it with FORGE_EN
   ]);
 });
 
+/** A function that waits for its signal, then returns what it reached (the README's pattern). */
+function returnsOnAbort(outputs: object) {
+  return async (_args: unknown, { signal }: { signal: AbortSignal }) => {
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    return outputs;
+  };
+}
+
+Deno.test("an Action that returns after its deadline aborted its signal fails DEADLINE_EXCEEDED, outputs kept", async () => {
+  const { dispatch, events, records } = serve(
+    ACTION,
+    defineAction(returnsOnAbort({ reached: 2 })),
+    { enforceDeadlines: true, now: () => 1_000 },
+  );
+  acceptedOutcome((await dispatch(invokeFor(ACTION, { deadlineMs: 1_010 })))[0]);
+  await until(() => events.length === 1);
+  assertEquals(eventOf(events[0]).type, "executor_failed");
+  const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
+  assertEquals(
+    lookup.result,
+    new ToolResult({
+      status: "failed",
+      outputs: { reached: 2 },
+      error: new ToolError({
+        code: "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
+        message: "deadline_ms passed before the provider function finished",
+        retryable: false,
+      }),
+    }),
+  );
+  assertEquals(statusOf(await one({ dispatch }, statusFor(ACTION))).phase, "failed");
+  assertEquals(records.map((record) => [record.level, record.event, record.invocationId]), [
+    ["warn", "execution.deadline_exceeded", "invocation-1"],
+    ["warn", "provider.failed", "invocation-1"],
+  ]);
+});
+
+Deno.test("an Action that returns after close() aborted its signal ends unknown, outputs kept, logged", async () => {
+  const { endpoint, dispatch, events, handler, records } = serve(
+    ACTION,
+    defineAction(returnsOnAbort({ reached: 3 })),
+  );
+  acceptedOutcome((await dispatch(invokeFor(ACTION)))[0]);
+  const closing = handler.close({ graceMs: 1000 });
+  await endpoint.idle();
+  // The handler learns the outcome from a result read (an unknown outcome has no terminal event).
+  const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
+  await closing;
+  assertEquals(lookup.result?.status, "unknown");
+  assertEquals(lookup.result?.error?.code, "FORGE_ENDPOINT_OUTCOME_UNKNOWN");
+  assertEquals(lookup.result?.outputs, { reached: 3 });
+  assertEquals(events, []);
+  assertEquals(records.map((record) => [record.level, record.event, record.invocationId]), [
+    ["warn", "provider.aborted", "invocation-1"],
+  ]);
+});
+
+Deno.test("a cancel accepted after the deadline aborted the signal keeps the deadline's outcome", async () => {
+  const go = gate();
+  const { dispatch, events } = serve(
+    ACTION,
+    defineAction(async (_args, { signal }) => {
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      await go.promise;
+      return { reached: 1 };
+    }),
+    { enforceDeadlines: true, now: () => 1_000 },
+  );
+  acceptedOutcome((await dispatch(invokeFor(ACTION, { deadlineMs: 1_010 })))[0]);
+  await new Promise((resolve) => setTimeout(resolve, 30)); // the deadline timer fires
+  const control = controlOf(await one({ dispatch }, controlFor(ACTION, "cancel")));
+  assertEquals(control.status, "accepted");
+  go.open();
+  await until(() => events.length === 1);
+  const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
+  assertEquals([lookup.result?.status, lookup.result?.error?.code, lookup.result?.outputs], [
+    "failed",
+    "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
+    { reached: 1 },
+  ]);
+});
+
+Deno.test("a Query that returns after its deadline or a close aborted its signal is no success", async () => {
+  // The deadline: failed, with what it returned.
+  const late = serve(QUERY, defineQuery(returnsOnAbort({ objects: [] })), {
+    enforceDeadlines: true,
+    now: () => 1_000,
+  });
+  const pending = one(late, invokeFor(QUERY, { deadlineMs: 1_010 }));
+  // The deadline timer does not keep the process alive: wait for its record.
+  await until(() => late.records.length === 2);
+  const failed = completedResult(await pending);
+  assertEquals([failed.status, failed.error?.code, failed.outputs], [
+    "failed",
+    "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
+    { objects: [] },
+  ]);
+  assertEquals(late.records.map((record) => record.event), [
+    "execution.deadline_exceeded",
+    "provider.failed",
+  ]);
+  // The close: unknown, with what it returned.
+  const closed = serve(QUERY, defineQuery(returnsOnAbort({ objects: ["cube"] })));
+  const answer = one(closed, invokeFor(QUERY));
+  await closed.handler.close({ graceMs: 1000 });
+  const unknown = completedResult(await answer);
+  assertEquals([unknown.status, unknown.error?.code, unknown.outputs], [
+    "unknown",
+    "FORGE_ENDPOINT_OUTCOME_UNKNOWN",
+    { objects: ["cube"] },
+  ]);
+  assertEquals(closed.records.map((record) => [record.event, record.invocationId]), [
+    ["provider.aborted", "invocation-1"],
+  ]);
+});
+
+Deno.test("deadlines are enforced by default; defineEndpoint and the handler can opt out", async () => {
+  const past = { deadlineMs: Date.now() - 1000 };
+  const enforced = serve(QUERY, defineQuery(() => ({ ran: true })));
+  assertEquals(
+    rejectedError(await one(enforced, invokeFor(QUERY, past))).code,
+    "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
+  );
+  const byDefinition = serve(QUERY, defineQuery(() => ({ ran: true })), {
+    definitionEnforceDeadlines: false,
+  });
+  assertEquals(
+    completedResult(await one(byDefinition, invokeFor(QUERY, past))).status,
+    "succeeded",
+  );
+  // The handler's own option wins over the definition's.
+  const byHandler = serve(QUERY, defineQuery(() => ({ ran: true })), {
+    definitionEnforceDeadlines: false,
+    enforceDeadlines: true,
+  });
+  assertEquals(
+    rejectedError(await one(byHandler, invokeFor(QUERY, past))).code,
+    "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
+  );
+});
+
 Deno.test("a close abort that makes the function throw ends it unknown, logged", async () => {
   const { dispatch, handler, records } = serve(
     ACTION,
@@ -482,6 +632,16 @@ Deno.test("definition option errors name the TypeScript option and show the valu
       TypeError,
     ],
     [
+      () =>
+        defineEndpoint({
+          endpointId: "e",
+          operations: {},
+          enforceDeadlines: "no" as unknown as boolean,
+        }),
+      `Cannot define an endpoint as 'enforceDeadlines' must be a boolean: current value is "no"`,
+      TypeError,
+    ],
+    [
       () => defineEndpoint({ endpointId: "e", operations: {}, maxRetainedExecutions: 1.5 }),
       "Cannot define an endpoint as 'maxRetainedExecutions' must be a positive integer: current value is 1.5",
       RangeError,
@@ -560,8 +720,12 @@ Deno.test("idle() waits for the background functions that close() only aborts", 
     }),
   );
   acceptedOutcome((await dispatch(invokeFor(ACTION)))[0]);
-  await handler.close({ graceMs: 1000 });
+  await handler.close({ graceMs: 50 });
   await endpoint.idle();
-  const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
-  assertEquals(lookup.result, new ToolResult({ status: "succeeded", outputs: { parked: true } }));
+  // The provider's table has the function's outcome: close() aborted it, so it is unknown (with
+  // what it returned), whatever the function returned.
+  const provider = endpoint.operations.move as ActionToolEndpoint;
+  const settled = await provider.result(key(), { signal: new AbortController().signal });
+  assertEquals(settled.result?.status, "unknown");
+  assertEquals(settled.result?.outputs, { parked: true });
 });
