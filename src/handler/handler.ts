@@ -894,7 +894,8 @@ export class ToolEndpointHandler {
    * abandoned: each request waiting on one is answered (an invoke with a `completed` `unknown`
    * result, status, result and control with `FORGE_ENDPOINT_UNAVAILABLE`). close() then waits up
    * to `graceMs` more for those events and answers to be published, so it ends within about
-   * twice `graceMs`. Retained results stay readable afterwards.
+   * twice `graceMs`. Retained results stay readable afterwards. A `graceMs` that is not a
+   * non-negative finite number rejects with a `RangeError` before anything changes.
    */
   async close(options: CloseOptions = {}): Promise<void> {
     const graceMs = graceOption(options?.graceMs);
