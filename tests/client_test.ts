@@ -967,3 +967,20 @@ Deno.test("client: close() while an unanswered invoke's admission is looked up r
   assertEquals(client.stats.openInvocations, 0);
   await arm.handler.close({ graceMs: 100 });
 });
+
+Deno.test("client: abort while a lost invoke waits sends no cancel for an execution never admitted", async () => {
+  const { arm, client, transport } = lossy({ timeoutMs: 60_000 });
+  transport.dropRequest = (r) => r.messageType === "tool.invoke.request";
+  const controller = new AbortController();
+  const invoking = client.invoke("move", { steps: 1 }, { signal: controller.signal });
+  while (transport.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  controller.abort();
+  await assertRejects(() => invoking);
+  await client.close();
+  // The client asked whether it was admitted (not_found) and sent nothing to end it.
+  assertEquals(transport.requests.map((r) => r.messageType), [
+    "tool.invoke.request",
+    "tool.result.request",
+  ]);
+  assertEquals([arm.move.calls.start, arm.move.calls.control], [0, 0]);
+});

@@ -755,7 +755,7 @@ export class ToolEndpointClient {
       ) {
         return await invocation.recoverAdmission(error);
       }
-      if (options.signal?.aborted) invocation.abort(abortReason(options.signal));
+      if (options.signal?.aborted) invocation.abortUnanswered(abortReason(options.signal));
       else invocation.release(error);
       throw error;
     }
@@ -1411,6 +1411,29 @@ class Invocation implements ToolInvocation, EventBufferHost {
     const ending = this.#end(reason);
     this.#core.track(ending.then(() => undefined, () => undefined));
     return ending;
+  }
+
+  /**
+   * The abort signal fired while the invoke waited for its answer: whether the execution was
+   * admitted is unknown (the invoke may be lost, or still on its way), so the ending control is
+   * sent only after a result request shows it pending; `not_found` sends nothing.
+   */
+  abortUnanswered(reason: unknown): void {
+    if (!this.#controlSent) {
+      this.#controlSent = true;
+      this.#core.track(
+        this.#endIfAdmitted("the caller aborted the invocation").then(
+          undefined,
+          (error) => this.#core.config().onError(error, this.key),
+        ),
+      );
+    }
+    this.release(reason);
+  }
+
+  async #endIfAdmitted(reason: string): Promise<void> {
+    const response = unwrap(await this.#resultRequest());
+    if (response.status === "pending") await this.#end(reason);
   }
 
   /** Stops routing events and ends every wait (with `error`, when given). */
