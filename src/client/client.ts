@@ -166,7 +166,9 @@ export interface ToolClientCallOptions {
   /**
    * Ends the call: a pending exchange rejects with the signal's reason; for an Action or Session
    * the client also sends `cancel` (Action) or `stop` (Session), and waits on the handle
-   * (`result()`, `events`) end with the reason.
+   * (`result()`, `events`) end with the reason. A signal already aborted rejects before anything
+   * is sent; an abort while the invoke waits sends the control only after a result request shows
+   * the execution admitted (`pending`); once the terminal event or result is known, nothing.
    */
   readonly signal?: AbortSignal;
   /**
