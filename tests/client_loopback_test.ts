@@ -401,3 +401,25 @@ Deno.test("client loopback: the client as a Dora node (DoraToolClientTransport o
   await serving;
   assertEquals(flow.isClosed, true);
 });
+
+Deno.test("client loopback: handles whose event before the terminal one was lost all end released", async () => {
+  // Each `move` of 2 steps emits 0:progress 1:progress 2:executor_completed; 1 is lost.
+  const faults: LoopbackFaults = {
+    output: (output) => {
+      const envelope = envelopeOf(output);
+      return envelope.messageType === "tool.event" && envelope.sequence === 1 ? [] : [output];
+    },
+  };
+  await withLoopback(faults, { maxOpenInvocations: 20, reorderWindowMs: 5 }, async (client) => {
+    const handles: ToolInvocation[] = [];
+    for (let i = 0; i < 20; i++) handles.push(await client.invoke("move", { steps: 2 }));
+    while (handles.some((h) => h.eventGaps === 0)) await new Promise((r) => setTimeout(r, 1));
+    for (const handle of handles) assertEquals((await handle.result()).status, "succeeded");
+    assertEquals(client.stats.openInvocations, 0);
+    // The limit is free again: 20 more fit.
+    const more = await Promise.all(
+      Array.from({ length: 20 }, () => client.invoke("move", { steps: 0 })),
+    );
+    for (const handle of more) assertEquals((await handle.result()).status, "succeeded");
+  });
+});

@@ -20,13 +20,14 @@ import {
   ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
-  type ToolEnvelope,
+  ToolEnvelope,
   ToolError,
   type ToolEventRecord,
   type ToolInvocation,
   ToolOperationDescriptor,
   ToolResult,
 } from "../mod.ts";
+import { makeInvokeResponseEnvelope } from "../src/wire/factories.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
 
 type ClientOptions = Omit<ToolEndpointClientOptions, "transport" | "endpointId">;
@@ -162,17 +163,56 @@ Deno.test("client: query and invoke refuse an operation of the wrong semantics b
   await client.close();
 });
 
-Deno.test("client: without a descriptor, a query answered with an acceptance is an unexpected response", async () => {
+Deno.test("client: without a descriptor, a query answered with an acceptance cancels the Action it started", async () => {
   const arm = armEndpoint();
   const client = new ToolEndpointClient({
     transport: new InProcessToolClientTransport(arm.handler),
     endpointId: ENDPOINT,
   });
   const error = await assertRejects(
-    () => client.query("move", { steps: 1 }),
+    () =>
+      client.query("move", { steps: 100_000, stepMs: 5 }, {
+        invocationId: "inv-q",
+        attemptId: "att-q",
+      }),
+    ToolClientError,
+  );
+  assertEquals(
+    [error.code, error.exchange, error.invocationId, error.attemptId],
+    ["FORGE_CLIENT_UNEXPECTED_RESPONSE", "invoke", "inv-q", "att-q"],
+  );
+  assertEquals(
+    error.message,
+    "FORGE_CLIENT_UNEXPECTED_RESPONSE: operation 'move' was accepted as an Action or Session " +
+      "(invocation_id=inv-q attempt_id=att-q); the client sent cancel at once, answered " +
+      "accepted; use invoke()",
+  );
+  assertEquals(arm.move.calls.control, 1);
+  // The execution ends (its permit is given back) without anybody holding a handle.
+  const [execution] = arm.move.executions.values();
+  while (execution.result === undefined) await new Promise((r) => setTimeout(r, 1));
+  assertEquals(execution.result.status, "cancelled");
+  assertEquals(client.stats.openInvocations, 0);
+  await client.close();
+  await arm.handler.close({ graceMs: 100 });
+});
+
+Deno.test("client: without a descriptor, a query answered with an acceptance stops the Session it started", async () => {
+  const arm = armEndpoint();
+  const client = new ToolEndpointClient({
+    transport: new InProcessToolClientTransport(arm.handler),
+    endpointId: ENDPOINT,
+  });
+  const error = await assertRejects(
+    () => client.query("watch", { steps: 100_000, stepMs: 5 }),
     ToolClientError,
   );
   assertEquals(error.code, "FORGE_CLIENT_UNEXPECTED_RESPONSE");
+  assert(error.message.includes("the client sent stop at once, answered accepted"), error.message);
+  assertEquals(arm.watch.calls.control, 1, "cancel was unsupported, then stop");
+  const [execution] = arm.watch.executions.values();
+  while (execution.result === undefined) await new Promise((r) => setTimeout(r, 1));
+  assertEquals(execution.result.status, "stopped");
   await client.close();
   await arm.handler.close({ graceMs: 100 });
 });
@@ -722,4 +762,225 @@ Deno.test("client: an unknown outcome is a terminal result, returned once and ne
   assertEquals([result.status, result.error?.code], ["unknown", "FORGE_ENDPOINT_OUTCOME_UNKNOWN"]);
   assertEquals([calls, client.stats.sent, client.stats.resent], [1, 1, 0]);
   await client.close();
+});
+
+// --- Deadlines -----------------------------------------------------------------------------------
+
+Deno.test("client: a Query stops waiting at its deadline, not after its own attempts", async () => {
+  const { client, transport } = lossy({ timeoutMs: 5_000, maxAttempts: 3 });
+  transport.dropResponse = () => true;
+  const deadlineMs = Date.now() + 20;
+  const error = await assertRejects(
+    () => client.query("echo", {}, { deadlineMs, resendInvoke: true, requestId: "q-d" }),
+    ToolClientError,
+  );
+  assertEquals(
+    [error.code, error.exchange, error.outcome, error.attempts],
+    ["FORGE_CLIENT_DEADLINE_EXCEEDED", "invoke", "unknown", 1],
+  );
+  assertEquals(
+    error.message,
+    `FORGE_CLIENT_DEADLINE_EXCEEDED: the invoke request (request_id=q-d) got no answer by the ` +
+      `call's deadline (deadline_ms=${deadlineMs}) after 1 attempt(s)`,
+  );
+  assertEquals(client.stats.pendingExchanges, 0);
+  await client.close();
+});
+
+Deno.test("client: an Action invoke unanswered at its deadline rejects without a lookup", async () => {
+  const { arm, client, transport } = lossy({ timeoutMs: 5_000 });
+  transport.dropResponse = (m) => m.messageType === "tool.invoke.response";
+  const error = await assertRejects(
+    () => client.invoke("move", { steps: 1 }, { deadlineMs: Date.now() + 20 }),
+    ToolClientError,
+  );
+  assertEquals(
+    [error.code, error.exchange, error.outcome],
+    ["FORGE_CLIENT_DEADLINE_EXCEEDED", "invoke", "unknown"],
+  );
+  assertEquals(transport.requests.map((r) => r.messageType), ["tool.invoke.request"]);
+  assertEquals(client.stats.openInvocations, 0);
+  await client.close();
+  await arm.handler.close({ graceMs: 100 });
+});
+
+Deno.test("client: a deadline already past sends nothing", async () => {
+  const { client, transport } = lossy();
+  const error = await assertRejects(
+    () => client.query("echo", {}, { deadlineMs: Date.now() - 1 }),
+    ToolClientError,
+  );
+  assertEquals([error.code, error.outcome], ["FORGE_CLIENT_DEADLINE_EXCEEDED", "not_sent"]);
+  assertEquals(transport.requests.length, 0);
+  await client.close();
+});
+
+// --- Handles end released -------------------------------------------------------------------------
+
+Deno.test("client: a handle whose last event before the terminal one was lost is released", async () => {
+  const { arm, client, transport } = lossy({ maxOpenInvocations: 3, reorderWindowMs: 5 });
+  // Each `move` of 2 steps emits 0:progress 1:progress 2:executor_completed; 1 is lost.
+  transport.dropResponse = (m) => m.messageType === "tool.event" && m.sequence === 1;
+  const handles: ToolInvocation[] = [];
+  for (let i = 0; i < 3; i++) handles.push(await client.invoke("move", { steps: 2 }));
+  // Nobody reads: the gap is skipped after the reorder window, delivering the terminal event.
+  while (handles.some((h) => h.eventGaps === 0)) await new Promise((r) => setTimeout(r, 1));
+  for (const handle of handles) assertEquals((await handle.result()).status, "succeeded");
+  assertEquals(client.stats.openInvocations, 0);
+  const fourth = await client.invoke("move", { steps: 0 });
+  assertEquals((await fourth.result()).status, "succeeded");
+  await client.close();
+  await arm.handler.close({ graceMs: 100 });
+});
+
+/** A transport that accepts every invoke and lets the test deliver events. */
+function acceptingTransport() {
+  let deliver: (message: ToolEnvelope) => void = () => {};
+  const sent: ToolEnvelope[] = [];
+  const transport: ToolClientTransport = {
+    connect: (fn) => void (deliver = fn),
+    send: (request) => {
+      sent.push(request);
+      if (request.messageType === "tool.invoke.request") {
+        queueMicrotask(() =>
+          deliver(makeInvokeResponseEnvelope(new ToolAccepted({ details: {} }), request))
+        );
+      }
+    },
+  };
+  return { transport, sent, deliver: (message: ToolEnvelope) => deliver(message) };
+}
+
+function eventOf(key: { invocationId: string; attemptId: string }, sequence: number, type: string) {
+  return new ToolEnvelope({
+    messageType: "tool.event",
+    invocationId: key.invocationId,
+    attemptId: key.attemptId,
+    endpointId: ENDPOINT,
+    endpointInstanceId: INSTANCE,
+    operation: "move",
+    sequence,
+    payload: { type, data: {} },
+  });
+}
+
+Deno.test("client: a 200,000-event out-of-order backlog skips its gap without overflowing the stack", async () => {
+  const { transport, deliver } = acceptingTransport();
+  const client = new ToolEndpointClient({
+    transport,
+    endpointId: ENDPOINT,
+    endpointInstanceId: INSTANCE,
+    descriptor: DESCRIPTOR,
+    maxBufferedEvents: 250_000,
+    reorderWindowMs: 5,
+  });
+  const move = await client.invoke("move", {}, { invocationId: "inv-b", attemptId: "att-b" });
+  // Sequence 0 never comes: 1..200,000 are held until the gap is skipped.
+  for (let sequence = 1; sequence <= 200_000; sequence++) {
+    deliver(eventOf(move.key, sequence, "progress"));
+  }
+  while (move.eventGaps === 0) await new Promise((r) => setTimeout(r, 1));
+  deliver(eventOf(move.key, 200_001, "executor_completed"));
+  let count = 0;
+  let last = -1;
+  for await (const record of move.events) {
+    assertEquals(record.sequence, last === -1 ? 1 : last + 1);
+    last = record.sequence;
+    count++;
+  }
+  assertEquals([count, last, move.eventGaps, move.droppedEvents], [200_001, 200_001, 1, 0]);
+  assertEquals(client.stats.openInvocations, 0);
+  await client.close();
+});
+
+// --- Nothing sent for what never started or already ended -----------------------------------------
+
+Deno.test("client: invoke() with an already aborted signal sends nothing, not even a cancel", async () => {
+  const { arm, client, transport } = lossy();
+  const controller = new AbortController();
+  const reason = new Error("early");
+  controller.abort(reason);
+  assertStrictEquals(
+    await assertRejects(() => client.invoke("move", { steps: 1 }, { signal: controller.signal })),
+    reason,
+  );
+  await client.close();
+  assertEquals(transport.requests.length, 0);
+  assertEquals([arm.move.calls.start, arm.move.calls.control], [0, 0]);
+  assertEquals(client.stats.openInvocations, 0);
+});
+
+Deno.test("client: an abort during the instance lookup sends nothing", async () => {
+  const { client, transport } = lossy();
+  const controller = new AbortController();
+  transport.resolveInstance = () => {
+    controller.abort();
+    return Promise.resolve(INSTANCE);
+  };
+  const error = await assertRejects(() =>
+    client.invoke("move", { steps: 1 }, { signal: controller.signal })
+  );
+  assertEquals((error as Error).name, "AbortError");
+  await client.close();
+  assertEquals(transport.requests.length, 0);
+});
+
+Deno.test("client: disposing a handle after its terminal event sends nothing", async () => {
+  const { arm, client } = inProcess();
+  {
+    await using move = await client.invoke("move", { steps: 1 });
+    // No reader and no result(): the terminal event arrives and is all the client knows.
+    while (client.stats.events < 2) await new Promise((r) => setTimeout(r, 1));
+    assertEquals(move.semantics, "action");
+  }
+  assertEquals(arm.move.calls.control, 0);
+  assertEquals(client.stats.openInvocations, 0);
+  await client.close();
+  await arm.handler.close({ graceMs: 100 });
+});
+
+Deno.test("client: an abort after the terminal event sends nothing", async () => {
+  const { arm, client } = inProcess();
+  const controller = new AbortController();
+  await client.invoke("move", { steps: 1 }, { signal: controller.signal });
+  while (client.stats.events < 2) await new Promise((r) => setTimeout(r, 1));
+  controller.abort();
+  await client.close();
+  assertEquals(arm.move.calls.control, 0);
+  await arm.handler.close({ graceMs: 100 });
+});
+
+Deno.test("client: close() while an unanswered invoke's admission is looked up rejects it CLOSED", async () => {
+  const { arm, client, transport } = lossy({ timeoutMs: 20, maxAttempts: 50 });
+  transport.dropResponse = (m) =>
+    m.messageType === "tool.invoke.response" || m.messageType === "tool.result.response";
+  const invoking = client.invoke("move", { steps: 1 }, { invocationId: "inv-c", attemptId: "a" });
+  while (!transport.requests.some((r) => r.messageType === "tool.result.request")) {
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  await client.close();
+  const error = await assertRejects(() => invoking, ToolClientError);
+  assertEquals(
+    [error.code, error.exchange, error.outcome, error.invocationId],
+    ["FORGE_CLIENT_CLOSED", "invoke", "unknown", "inv-c"],
+  );
+  assertEquals(client.stats.openInvocations, 0);
+  await arm.handler.close({ graceMs: 100 });
+});
+
+Deno.test("client: abort while a lost invoke waits sends no cancel for an execution never admitted", async () => {
+  const { arm, client, transport } = lossy({ timeoutMs: 60_000 });
+  transport.dropRequest = (r) => r.messageType === "tool.invoke.request";
+  const controller = new AbortController();
+  const invoking = client.invoke("move", { steps: 1 }, { signal: controller.signal });
+  while (transport.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  controller.abort();
+  await assertRejects(() => invoking);
+  await client.close();
+  // The client asked whether it was admitted (not_found) and sent nothing to end it.
+  assertEquals(transport.requests.map((r) => r.messageType), [
+    "tool.invoke.request",
+    "tool.result.request",
+  ]);
+  assertEquals([arm.move.calls.start, arm.move.calls.control], [0, 0]);
 });

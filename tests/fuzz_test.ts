@@ -18,7 +18,7 @@ import {
 /**
  * The CI budget: inputs per target before the suite weights (dispatch 1/2, security end-to-end
  * batches 1/10, chaos schedules 1/4, FFI scripts 3 %, requests after Stop 5 %,
- * shutdown scenarios 1/10), and a cap per target so a slow machine
+ * shutdown scenarios 1/10, lossy caller scenarios 2 %), and a cap per target so a slow machine
  * cannot stretch CI (inputs not reached by then are skipped, not failed).
  */
 const CI_BUDGET = {

@@ -12,7 +12,8 @@
  * Options: `--runs N` inputs per target per round before the suite weights (default 1000;
  * dispatch gets half, security end-to-end batches a tenth, chaos schedules a quarter, FFI
  * scripts 3 %, requests-after-Stop scenarios 5 %,
- * shutdown scenarios (`shutdown_running`, `oversized_acceptance`) a tenth), `--seed S` the first round's seed (default random; round k uses S + k),
+ * shutdown scenarios (`shutdown_running`, `oversized_acceptance`) a tenth, lossy caller
+ * scenarios (`lossy_caller`) 2 %), `--seed S` the first round's seed (default random; round k uses S + k),
  * `--minutes M` keep running rounds until M minutes passed (default: one round), `--only a,b`
  * restrict to these targets, `--batch-size N` inputs between two heap checks (default: each
  * target's own, 50 to 250). Counts per target are printed after every round and in total;

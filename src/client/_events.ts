@@ -22,6 +22,13 @@ export function isTerminalEvent(event: ToolEvent): boolean {
   return TERMINAL_EVENT_TYPES.has(event.type);
 }
 
+/** The lowest key of a non-empty map (a loop: spreading a large map overflows the stack). */
+function lowestKey(map: ReadonlyMap<number, unknown>): number {
+  let lowest = Infinity;
+  for (const key of map.keys()) if (key < lowest) lowest = key;
+  return lowest;
+}
+
 /** What {@linkcode EventBuffer.push} did with an event. */
 export type PushOutcome = "delivered" | "held" | "duplicate" | "ignored";
 
@@ -42,7 +49,9 @@ export class EventBuffer {
   readonly #maxBuffered: number;
   readonly #reorderWindowMs: number;
   readonly #held = new Map<number, ToolEvent>();
+  /** Delivered events not read yet: `#ready[#head..]` (a head index: `shift()` is O(n)). */
   #ready: ToolEventRecord[] = [];
+  #head = 0;
   #next = 0;
   #gapTimer: ReturnType<typeof setTimeout> | undefined;
   #waiter: PromiseWithResolvers<void> | undefined;
@@ -94,7 +103,7 @@ export class EventBuffer {
   end(error?: { readonly reason: unknown }): void {
     if (this.#ended) return;
     if (this.#held.size > 0) {
-      for (const sequence of [...this.#held.keys()].sort((a, b) => a - b)) {
+      for (const sequence of Array.from(this.#held.keys()).sort((a, b) => a - b)) {
         if (sequence !== this.#next) this.gaps++;
         this.#deliver(sequence, this.#held.get(sequence)!);
         if (this.#ended) break;
@@ -107,7 +116,7 @@ export class EventBuffer {
   /** The next event; `undefined` at the end; throws the stream's error after its events. */
   async next(): Promise<ToolEventRecord | undefined> {
     while (true) {
-      if (this.#ready.length > 0) return this.#ready.shift();
+      if (this.#head < this.#ready.length) return this.#take();
       if (this.#ended) {
         if (this.#error !== undefined) throw this.#error.reason;
         return undefined;
@@ -119,13 +128,27 @@ export class EventBuffer {
 
   #deliver(sequence: number, event: ToolEvent): void {
     this.#next = sequence + 1;
-    if (this.#ready.length >= this.#maxBuffered) {
-      this.#ready.shift();
+    if (this.#ready.length - this.#head >= this.#maxBuffered) {
+      this.#take();
       this.dropped++;
     }
     this.#ready.push(Object.freeze({ sequence, event }));
     if (isTerminalEvent(event)) this.#finish(undefined);
     else this.#wake();
+  }
+
+  /** Takes the oldest unread event (there is one); compacts once half the array is read. */
+  #take(): ToolEventRecord {
+    const record = this.#ready[this.#head];
+    this.#head++;
+    if (this.#head === this.#ready.length) {
+      this.#ready = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#ready.length) {
+      this.#ready = this.#ready.slice(this.#head);
+      this.#head = 0;
+    }
+    return record;
   }
 
   #drainHeld(): void {
@@ -142,7 +165,7 @@ export class EventBuffer {
     this.#clearGapTimer();
     if (this.#ended || this.#held.size === 0) return;
     this.gaps++;
-    this.#next = Math.min(...this.#held.keys());
+    this.#next = lowestKey(this.#held);
     this.#drainHeld();
     if (this.#held.size > 0 && !this.#ended) {
       this.#gapTimer = setTimeout(() => this.#skipGap(), this.#reorderWindowMs);

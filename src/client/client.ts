@@ -166,7 +166,9 @@ export interface ToolClientCallOptions {
   /**
    * Ends the call: a pending exchange rejects with the signal's reason; for an Action or Session
    * the client also sends `cancel` (Action) or `stop` (Session), and waits on the handle
-   * (`result()`, `events`) end with the reason.
+   * (`result()`, `events`) end with the reason. A signal already aborted rejects before anything
+   * is sent; an abort while the invoke waits sends the control only after a result request shows
+   * the execution admitted (`pending`); once the terminal event or result is known, nothing.
    */
   readonly signal?: AbortSignal;
   /**
@@ -175,7 +177,15 @@ export interface ToolClientCallOptions {
    * @default {the client's timeoutMs}
    */
   readonly timeoutMs?: number;
-  /** The absolute deadline, Unix epoch milliseconds, placed in the context as `deadline_ms`. */
+  /**
+   * The absolute deadline, Unix epoch milliseconds, placed in the context as `deadline_ms`. The
+   * client stops waiting for the invoke's answer at the deadline too (no attempt or re-send goes
+   * past it): the call rejects with a {@linkcode ToolClientError}
+   * `FORGE_CLIENT_DEADLINE_EXCEEDED` of outcome `"unknown"` (the endpoint, which enforces the
+   * deadline, ends the execution then), or of outcome `"not_sent"` when it had already passed.
+   * The status, result and control requests of an invocation are not cut by it: the endpoint's
+   * result after the deadline is the outcome.
+   */
   readonly deadlineMs?: number;
   /**
    * Who calls.
@@ -320,6 +330,8 @@ interface ExchangeSpec<T> {
   readonly signal: AbortSignal | undefined;
   /** What is known of the execution when the exchange times out. */
   readonly timeoutOutcome: ToolClientOutcome | undefined;
+  /** The call's deadline (Unix epoch ms): no attempt waits past it. */
+  readonly deadlineMs?: number;
 }
 
 interface Exchange {
@@ -328,6 +340,8 @@ interface Exchange {
   readonly reject: (error: unknown) => void;
   /** When the current attempt times out, on the `performance.now()` clock. */
   deadline: number;
+  /** When the call's `deadlineMs` passes, on the same clock (`Infinity` without one). */
+  callDeadline: number;
   attempts: number;
   unlinkSignal: (() => void) | undefined;
 }
@@ -602,7 +616,10 @@ export class ToolEndpointClient {
    * Calls a Query operation and resolves to its {@linkcode ToolResult} (any terminal status,
    * `unknown` included). A rejected invoke or a `tool.error` rejects with a
    * {@linkcode ToolCallError}; no answer in `timeoutMs` rejects with a {@linkcode ToolClientError}
-   * `FORGE_CLIENT_TIMEOUT` of outcome `"unknown"` (the query may have run).
+   * `FORGE_CLIENT_TIMEOUT` of outcome `"unknown"` (the query may have run). An answer that
+   * accepted the call as an Action or Session (possible without a descriptor) is never left
+   * running: the client sends `cancel` (or `stop`) at once, waits for its answer, then rejects
+   * with `FORGE_CLIENT_UNEXPECTED_RESPONSE` naming the execution key and what the control got.
    */
   async query(
     operation: string,
@@ -622,18 +639,57 @@ export class ToolEndpointClient {
     const outcome = unwrap(response);
     if (outcome instanceof ToolResult) return outcome;
     if (outcome instanceof ToolAccepted) {
-      throw new ToolClientError(
-        `operation '${operation}' was accepted as an Action or Session; use invoke()`,
-        {
-          code: ToolClientErrorCodes.UNEXPECTED_RESPONSE,
-          exchange: "invoke",
-          invocationId: context.invocationId,
-          attemptId: context.attemptId,
-          attempts: 1,
-        },
-      );
+      throw await this.#endUnexpectedAcceptance(operation, envelope, context, options, timeoutMs);
     }
     throw new ToolCallError(outcome, "rejected");
+  }
+
+  /**
+   * A `query()` was answered with an acceptance (no descriptor told the operation is an Action or
+   * Session): nobody holds a handle to the admitted execution, so it is ended at once (`cancel`,
+   * then `stop` when unsupported) and the answer waited for; the error says what was done.
+   */
+  async #endUnexpectedAcceptance(
+    operation: string,
+    envelope: ToolEnvelope,
+    context: ToolContext,
+    options: ToolClientCallOptions,
+    timeoutMs: number,
+  ): Promise<ToolClientError> {
+    const invocation = new Invocation(
+      this.#core,
+      context,
+      envelope,
+      options.semantics,
+      undefined,
+      timeoutMs,
+    );
+    const key = `invocation_id=${context.invocationId} attempt_id=${context.attemptId}`;
+    const init = {
+      code: ToolClientErrorCodes.UNEXPECTED_RESPONSE,
+      exchange: "invoke",
+      invocationId: context.invocationId,
+      attemptId: context.attemptId,
+      attempts: 1,
+    } as const;
+    try {
+      const answer = await invocation.terminate(
+        "the caller used query() on an Action or Session; the client ends it",
+      );
+      return new ToolClientError(
+        `operation '${operation}' was accepted as an Action or Session (${key}); the client ` +
+          `sent ${answer.command} at once, answered ${answer.status}; use invoke()`,
+        init,
+      );
+    } catch (error) {
+      return new ToolClientError(
+        `operation '${operation}' was accepted as an Action or Session (${key}); ending it ` +
+          `failed, it may still run; use invoke()`,
+        { ...init, cause: error },
+      );
+    } finally {
+      invocation.release(undefined);
+    }
   }
 
   /**
@@ -701,7 +757,7 @@ export class ToolEndpointClient {
       ) {
         return await invocation.recoverAdmission(error);
       }
-      if (options.signal?.aborted) invocation.abort(abortReason(options.signal));
+      if (options.signal?.aborted) invocation.abortUnanswered(abortReason(options.signal));
       else invocation.release(error);
       throw error;
     }
@@ -729,9 +785,9 @@ export class ToolEndpointClient {
   async #close(): Promise<void> {
     // The cancel or stop an abort sent is let finish (each is bounded by its exchange's
     // attempts); new calls are refused meanwhile.
-    while (this.#background.size > 0) await Promise.allSettled([...this.#background]);
+    while (this.#background.size > 0) await Promise.allSettled(Array.from(this.#background));
     this.#closed = true;
-    for (const exchange of [...this.#pending.values()]) {
+    for (const exchange of Array.from(this.#pending.values())) {
       const request = exchange.spec.request;
       this.#fail(
         exchange,
@@ -744,7 +800,7 @@ export class ToolEndpointClient {
         }),
       );
     }
-    for (const invocation of [...this.#invocations.values()]) {
+    for (const invocation of Array.from(this.#invocations.values())) {
       invocation.release(
         new ToolClientError("the client was closed", {
           code: ToolClientErrorCodes.CLOSED,
@@ -838,6 +894,8 @@ export class ToolEndpointClient {
         outcome: "not_sent",
       });
     }
+    // An aborted call sends nothing (and so never has anything to cancel).
+    if (options.signal?.aborted) throw abortReason(options.signal);
     const config = this.#config;
     const context = new ToolContext({
       executionKey: new ToolExecutionKey({
@@ -859,7 +917,10 @@ export class ToolEndpointClient {
       config.generateId();
     let endpointInstanceId = config.endpointInstanceId ??
       this.#transport.resolveInstance?.(config.endpointId);
-    if (typeof endpointInstanceId === "object") endpointInstanceId = await endpointInstanceId;
+    if (typeof endpointInstanceId === "object") {
+      endpointInstanceId = await endpointInstanceId;
+      if (options.signal?.aborted) throw abortReason(options.signal);
+    }
     const envelope = makeInvokeRequestEnvelope(request, context, {
       requestId,
       endpointInstanceId,
@@ -881,6 +942,7 @@ export class ToolEndpointClient {
       timeoutMs,
       signal: options.signal,
       timeoutOutcome: "unknown",
+      deadlineMs: options.deadlineMs,
     });
   }
 
@@ -920,12 +982,26 @@ export class ToolEndpointClient {
         ),
       );
     }
+    const callDeadline = spec.deadlineMs === undefined
+      ? Infinity
+      : performance.now() + (spec.deadlineMs - Date.now());
+    if (callDeadline <= performance.now()) {
+      return Promise.reject(
+        new ToolClientError(`the call's deadline (deadline_ms=${spec.deadlineMs}) has passed`, {
+          code: ToolClientErrorCodes.DEADLINE_EXCEEDED,
+          exchange: spec.name,
+          ...ids,
+          outcome: "not_sent",
+        }),
+      );
+    }
     const { promise, resolve, reject } = withResolvers<T>();
     const exchange: Exchange = {
       spec: spec as ExchangeSpec<unknown>,
       resolve: resolve as (value: unknown) => void,
       reject,
       deadline: 0,
+      callDeadline,
       attempts: 0,
       unlinkSignal: undefined,
     };
@@ -945,7 +1021,7 @@ export class ToolEndpointClient {
     exchange.attempts++;
     if (exchange.attempts === 1) this.#counters.sent++;
     else this.#counters.resent++;
-    exchange.deadline = performance.now() + spec.timeoutMs;
+    exchange.deadline = Math.min(performance.now() + spec.timeoutMs, exchange.callDeadline);
     this.#armTimer(exchange.deadline);
     const attempt = exchange.attempts;
     const sendFailed = (error: unknown) => {
@@ -990,7 +1066,7 @@ export class ToolEndpointClient {
     this.#timer = undefined;
     const now = performance.now();
     let next = Infinity;
-    for (const exchange of [...this.#pending.values()]) {
+    for (const exchange of Array.from(this.#pending.values())) {
       if (exchange.deadline <= now) this.#timedOut(exchange);
       // A re-sent exchange has a new deadline; a failed one left the map.
       if (this.#pending.has(exchange.spec.request.requestId!)) {
@@ -1008,6 +1084,24 @@ export class ToolEndpointClient {
   #timedOut(exchange: Exchange): void {
     const { spec } = exchange;
     if (this.#pending.get(spec.request.requestId!) !== exchange) return;
+    if (exchange.callDeadline <= performance.now()) {
+      this.#fail(
+        exchange,
+        new ToolClientError(
+          `the ${spec.name} request (request_id=${spec.request.requestId}) got no answer by the ` +
+            `call's deadline (deadline_ms=${spec.deadlineMs}) after ${exchange.attempts} attempt(s)`,
+          {
+            code: ToolClientErrorCodes.DEADLINE_EXCEEDED,
+            exchange: spec.name,
+            invocationId: spec.request.invocationId,
+            attemptId: spec.request.attemptId,
+            attempts: exchange.attempts,
+            outcome: spec.timeoutOutcome,
+          },
+        ),
+      );
+      return;
+    }
     if (exchange.attempts < spec.maxAttempts) {
       this.#attempt(exchange);
       return;
@@ -1234,6 +1328,20 @@ class Invocation implements ToolInvocation, EventBufferHost {
       answer = await this.#resultRequest();
     } catch (error) {
       this.release(error);
+      if (error instanceof ToolClientError && error.code === ToolClientErrorCodes.CLOSED) {
+        throw new ToolClientError(
+          "the client was closed while the unanswered invoke's admission was looked up",
+          {
+            code: ToolClientErrorCodes.CLOSED,
+            exchange: "invoke",
+            invocationId: this.key.invocationId,
+            attemptId: this.key.attemptId,
+            attempts: timeout.attempts,
+            outcome: "unknown",
+            cause: error,
+          },
+        );
+      }
       throw new ToolClientError(
         `the invoke got no answer and its admission could not be learned`,
         {
@@ -1289,11 +1397,45 @@ class Invocation implements ToolInvocation, EventBufferHost {
 
   /** The abort signal fired: send the ending control in the background and end the waits. */
   abort(reason: unknown): void {
-    if (this.#terminal === undefined && !this.#controlSent) {
+    if (!this.#over() && !this.#controlSent) {
       this.#controlSent = true;
-      this.#endInBackground("aborted");
+      this.#endInBackground("the caller aborted the invocation");
     }
     this.release(reason);
+  }
+
+  /**
+   * Ends an execution nobody holds a handle to (a `query()` answered with an acceptance): sends
+   * the ending control and returns its answer; `close()` lets it finish.
+   */
+  terminate(reason: string): Promise<ToolControlResponse> {
+    this.#controlSent = true;
+    const ending = this.#end(reason);
+    this.#core.track(ending.then(() => undefined, () => undefined));
+    return ending;
+  }
+
+  /**
+   * The abort signal fired while the invoke waited for its answer: whether the execution was
+   * admitted is unknown (the invoke may be lost, or still on its way), so the ending control is
+   * sent only after a result request shows it pending; `not_found` sends nothing.
+   */
+  abortUnanswered(reason: unknown): void {
+    if (!this.#controlSent) {
+      this.#controlSent = true;
+      this.#core.track(
+        this.#endIfAdmitted("the caller aborted the invocation").then(
+          undefined,
+          (error) => this.#core.config().onError(error, this.key),
+        ),
+      );
+    }
+    this.release(reason);
+  }
+
+  async #endIfAdmitted(reason: string): Promise<void> {
+    const response = unwrap(await this.#resultRequest());
+    if (response.status === "pending") await this.#end(reason);
   }
 
   /** Stops routing events and ends every wait (with `error`, when given). */
@@ -1317,6 +1459,9 @@ class Invocation implements ToolInvocation, EventBufferHost {
   // --- EventBufferHost ------------------------------------------------------------------------
 
   recover(reason: "gap" | "terminal"): void {
+    // A skipped gap may have delivered the terminal event: the stream is over, so the handle
+    // stops being routed (and counted against maxOpenInvocations) as when it arrives in order.
+    if (this.#buffer.ended) this.endStream();
     this.#wake(reason);
   }
 
@@ -1348,10 +1493,10 @@ class Invocation implements ToolInvocation, EventBufferHost {
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    if (this.#terminal === undefined && !this.#ended && !this.#controlSent) {
+    if (!this.#over() && !this.#ended && !this.#controlSent) {
       this.#controlSent = true;
       try {
-        await this.#end("disposed");
+        await this.#end("the caller disposed the invocation");
       } catch (error) {
         this.#core.config().onError(error, this.key);
       }
@@ -1360,6 +1505,11 @@ class Invocation implements ToolInvocation, EventBufferHost {
   }
 
   // --- internals ------------------------------------------------------------------------------
+
+  /** Whether the execution is known to be over: its terminal result or terminal event came. */
+  #over(): boolean {
+    return this.#terminal !== undefined || this.#buffer.terminalSeen;
+  }
 
   #ids(): { requestId: string; endpointInstanceId: string | undefined } {
     return {
@@ -1408,8 +1558,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   }
 
   /** Sends the control that ends the execution (learning `cancel` vs `stop` when unknown). */
-  async #end(why: string): Promise<ToolControlResponse> {
-    const reason = `the caller ${why} the invocation`;
+  async #end(reason: string): Promise<ToolControlResponse> {
     if (this.semantics !== undefined) {
       return await this.#control(endCommand(this.semantics), reason);
     }
@@ -1417,9 +1566,12 @@ class Invocation implements ToolInvocation, EventBufferHost {
     return cancel.status === "unsupported" ? await this.#control("stop", reason) : cancel;
   }
 
-  #endInBackground(why: string): void {
+  #endInBackground(reason: string): void {
     this.#core.track(
-      this.#end(why).then(() => undefined, (error) => this.#core.config().onError(error, this.key)),
+      this.#end(reason).then(
+        () => undefined,
+        (error) => this.#core.config().onError(error, this.key),
+      ),
     );
   }
 
@@ -1442,7 +1594,10 @@ class Invocation implements ToolInvocation, EventBufferHost {
     this.#unlinkSignal = undefined;
     this.#outcome.resolve(result);
     this.#wake("stopped");
-    if (this.#buffer.ended) return;
+    if (this.#buffer.ended) {
+      this.#core.forget(this);
+      return;
+    }
     // The result came from a poll or the invoke answer while events may still be on their way
     // (a carrier publishes a response before the events that follow it): the stream stays open
     // one reorder window for them, then ends (held events delivered, gaps skipped).

@@ -20,6 +20,12 @@ export interface ToolClientErrorCodeTable {
   readonly CLOSED: "FORGE_CLIENT_CLOSED";
   /** `FORGE_CLIENT_UNEXPECTED_RESPONSE`: a valid answer that does not fit the call. */
   readonly UNEXPECTED_RESPONSE: "FORGE_CLIENT_UNEXPECTED_RESPONSE";
+  /**
+   * `FORGE_CLIENT_DEADLINE_EXCEEDED`: the call's `deadlineMs` passed before the invoke was
+   * answered, so the client stopped waiting (outcome `"unknown"`: it may have run; the endpoint
+   * ends it at the same deadline), or it had passed before sending (outcome `"not_sent"`).
+   */
+  readonly DEADLINE_EXCEEDED: "FORGE_CLIENT_DEADLINE_EXCEEDED";
 }
 
 /** The error codes of {@linkcode ToolClientError}. */
@@ -30,6 +36,7 @@ export const ToolClientErrorCodes: ToolClientErrorCodeTable = Object.freeze(
     OVERLOADED: "FORGE_CLIENT_OVERLOADED",
     CLOSED: "FORGE_CLIENT_CLOSED",
     UNEXPECTED_RESPONSE: "FORGE_CLIENT_UNEXPECTED_RESPONSE",
+    DEADLINE_EXCEEDED: "FORGE_CLIENT_DEADLINE_EXCEEDED",
   } as const,
 );
 

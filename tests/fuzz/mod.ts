@@ -16,6 +16,7 @@ import * as carrier from "./carrier.ts";
 import * as chaos from "./chaos.ts";
 import * as dispatch from "./dispatch.ts";
 import * as ffi from "./ffi.ts";
+import * as lossyCaller from "./lossy_caller.ts";
 import * as security from "./security.ts";
 import * as shutdown from "./shutdown.ts";
 import * as wire from "./wire.ts";
@@ -44,6 +45,8 @@ export const SUITES: readonly Suite[] = [
   { name: "ffi", weight: 0.03, targets: ffi.targets },
   { name: "after-stop", weight: 0.05, targets: afterStop.targets },
   { name: "shutdown", weight: 0.1, targets: shutdown.targets },
+  // A client over two lossy hops: concurrent calls with timeouts, few inputs.
+  { name: "lossy-caller", weight: 0.02, targets: lossyCaller.targets },
 ];
 
 /** The pseudo target of the boundary checks: its input names the check. */
