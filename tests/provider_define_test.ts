@@ -428,13 +428,15 @@ Deno.test("an Action that returns after close() aborted its signal ends unknown,
   acceptedOutcome((await dispatch(invokeFor(ACTION)))[0]);
   const closing = handler.close({ graceMs: 1000 });
   await endpoint.idle();
-  // The handler learns the outcome from a result read (an unknown outcome has no terminal event).
   const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
   await closing;
   assertEquals(lookup.result?.status, "unknown");
   assertEquals(lookup.result?.error?.code, "FORGE_ENDPOINT_OUTCOME_UNKNOWN");
   assertEquals(lookup.result?.outputs, { reached: 3 });
-  assertEquals(events, []);
+  // The unknown outcome's terminal event: executor_failed, its data naming the phase.
+  assertEquals(events.map((e) => [eventOf(e).type, eventOf(e).data.phase]), [
+    ["executor_failed", "unknown"],
+  ]);
   assertEquals(records.map((record) => [record.level, record.event, record.invocationId]), [
     ["warn", "provider.aborted", "invocation-1"],
   ]);
@@ -539,11 +541,10 @@ Deno.test("a close abort that makes the function throw ends it unknown, logged",
   const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
   assertEquals(lookup.result?.status, "unknown");
   assertEquals(lookup.result?.error?.code, "FORGE_ENDPOINT_OUTCOME_UNKNOWN");
-  // The provider's record of the abort; then the handler's, when close()'s grace ran out without
-  // a terminal event (an unknown outcome has none).
+  // The provider's record of the abort, and none from the handler: the function's terminal event
+  // ended the execution within close()'s grace (the handler converges only what outlasts it).
   assertEquals(records.map((record) => [record.event, record.invocationId]), [
     ["provider.aborted", "invocation-1"],
-    ["execution.unknown", "invocation-1"],
   ]);
 });
 
@@ -728,4 +729,26 @@ Deno.test("idle() waits for the background functions that close() only aborts", 
   const settled = await provider.result(key(), { signal: new AbortController().signal });
   assertEquals(settled.result?.status, "unknown");
   assertEquals(settled.result?.outputs, { parked: true });
+});
+
+Deno.test("close() ends at once for a function that returns on its signal: its unknown outcome has its terminal event", async () => {
+  const { dispatch, events, handler, records } = serve(
+    ACTION,
+    defineAction(async (_args, { signal }) => {
+      await new Promise((resolve) => signal.addEventListener("abort", resolve));
+      return { reached: 3 };
+    }),
+  );
+  acceptedOutcome((await dispatch(invokeFor(ACTION)))[0]);
+  // A grace of ten minutes: close() returns only because the function's own terminal event
+  // ended the execution, not because the grace ran out and the handler converged it.
+  await handler.close({ graceMs: 600_000 });
+  assertEquals(events.map((e) => eventOf(e).type), ["executor_failed"]);
+  const data = eventOf(events[0]).data as { phase: string; result: { status: string } };
+  assertEquals(data.phase, "unknown");
+  assertEquals(data.result.status, "unknown");
+  assertEquals(records.some((r) => r.event === "execution.unknown"), false);
+  const lookup = resultOf(await one({ dispatch }, resultFor(ACTION)));
+  assertEquals(lookup.result?.status, "unknown");
+  assertEquals(lookup.result?.outputs, { reached: 3 });
 });

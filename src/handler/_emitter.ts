@@ -10,18 +10,10 @@ import { type ToolContext, ToolEvent } from "../endpoint/models.ts";
 import type { ToolEventEmitter } from "../endpoint/spi.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEventEnvelope } from "../wire/factories.ts";
+import { terminalPhaseOf } from "./unknown_event.ts";
 
 /** Publishes one `tool.event` envelope; the handler awaits it in sequence order. */
 export type ToolEventSink = (event: ToolEnvelope) => void | PromiseLike<void>;
-
-/** The terminal event types and the execution phase each establishes. */
-export const TERMINAL_EVENT_PHASE: Readonly<Record<string, TerminalExecutionPhase>> = Object
-  .freeze({
-    executor_completed: "completed",
-    executor_failed: "failed",
-    cancelled: "cancelled",
-    stopped: "stopped",
-  });
 
 /** What the emitter needs from the handler: the terminal barrier for its execution. */
 export interface EmitterHost {
@@ -108,9 +100,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
   }
 
   async #emit(event: ToolEvent): Promise<void> {
-    const phase = Object.hasOwn(TERMINAL_EVENT_PHASE, event.type)
-      ? TERMINAL_EVENT_PHASE[event.type]
-      : undefined;
+    const phase = terminalPhaseOf(event);
     let release = await this.#lock.acquire();
     try {
       if (this.#closed || this.#terminalPending) throw this.#afterTerminal(event);

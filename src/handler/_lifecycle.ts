@@ -13,7 +13,7 @@ import {
   type ToolContext,
   ToolControlResponse,
   ToolError,
-  ToolEvent,
+  type ToolEvent,
   type ToolExecutionKey,
   ToolExecutionStatus,
   type ToolOperationDescriptor,
@@ -23,12 +23,9 @@ import {
 import type { ActionToolEndpoint, SessionToolEndpoint, ToolCallOptions } from "../endpoint/spi.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeInvokeResponseEnvelope } from "../wire/factories.ts";
-import {
-  controlRequestFromPayload,
-  type InvokeRequestParts,
-  toolResultToPayload,
-} from "../wire/messages.ts";
+import { controlRequestFromPayload, type InvokeRequestParts } from "../wire/messages.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
+import { unknownOutcomeEvent } from "./unknown_event.ts";
 import type { ExecutionLedger, ExecutionRecord, UnknownErrorShape } from "./_ledger.ts";
 import { type AbortFanout, raceAbort } from "./_abort.ts";
 import type { ToolLogIds, ToolLogLevel } from "../endpoint/log.ts";
@@ -85,16 +82,6 @@ const UNDELIVERED_UNKNOWN_ERROR = {
     "the invoke response could not be published; the execution was aborted and its outcome cannot be recovered",
   retryable: false,
 } as const;
-
-/**
- * The terminal event published for an execution the handler converged to `unknown` itself.
- * The protocol has no `unknown` event type; `executor_failed` is the one terminal event that
- * claims no outcome the provider never reported (`cancelled` or `stopped` would claim the work
- * ended, `executor_completed` that it succeeded). Its data says what was established:
- * `{"phase": "unknown", "result": <the unknown ToolResult>}`; status and result, the
- * authoritative record (PROTOCOL.md 10.3), read `unknown`.
- */
-const CONVERGED_EVENT_TYPE = "executor_failed";
 
 /** Starts, replays, observes, controls and ends the executions of one handler. */
 export class ExecutionLifecycle {
@@ -334,10 +321,7 @@ export class ExecutionLifecycle {
       const result = this.#ledger.convergeUnknown(record, error);
       record.phase = "terminal";
       if (publish) {
-        event = new ToolEvent({
-          type: CONVERGED_EVENT_TYPE,
-          data: { phase: "unknown", result: toolResultToPayload(result) },
-        });
+        event = unknownOutcomeEvent(result);
       }
     }
     try {

@@ -37,7 +37,8 @@
  * - The handler's `close()` aborts the functions' signals but does not wait for them (they are
  *   not provider calls); {@linkcode ToolEndpointDefinition.idle} does.
  * - Then the terminal event (`executor_completed`, `executor_failed`, `cancelled`, `stopped`;
- *   none for `unknown`) is emitted; the result is recorded first, so the handler's terminal
+ *   for `unknown`, `executor_failed` with data `{"phase": "unknown", "result": …}`, as the
+ *   handler publishes for an outcome it converged itself) is emitted; the result is recorded first, so the handler's terminal
  *   barrier holds. A failure to emit is logged, never thrown into the function.
  *
  * ## Unknown and forgotten executions
@@ -55,7 +56,7 @@
  *
  * @module
  */
-import { ToolEndpointError, ToolErrorCodes } from "../endpoint/errors.ts";
+import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import type { JsonObject } from "../_internal/json.ts";
 import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { consoleLogger, logSafely as report, type ToolLogger } from "../endpoint/log.ts";
@@ -84,6 +85,7 @@ import type {
 } from "../endpoint/spi.ts";
 import { TOOL_ENDPOINT_PROTOCOL } from "../endpoint/constants.ts";
 import { ToolEndpointHandler, type ToolEndpointHandlerOptions } from "../handler/handler.ts";
+import { unknownOutcomeEvent } from "../handler/unknown_event.ts";
 import { type Execution, ExecutionTable } from "./_executions.ts";
 import {
   type InferSchemaOutput,
@@ -257,7 +259,10 @@ const ABORTED_ERROR = new ToolError({
   retryable: false,
 });
 const TERMINAL_EVENT: Readonly<
-  Record<string, "executor_completed" | "executor_failed" | "cancelled" | "stopped">
+  Record<
+    Exclude<ToolResult["status"], "unknown">,
+    "executor_completed" | "executor_failed" | "cancelled" | "stopped"
+  >
 > = {
   succeeded: "executor_completed",
   failed: "executor_failed",
@@ -590,13 +595,26 @@ class ExecutionCall implements ExecutionCallContext {
     }
   }
 
-  /** Emits the terminal event of the recorded result (none for `unknown`). */
+  /**
+   * Emits the terminal event of the recorded result: for `unknown`, the `executor_failed` event
+   * the handler itself publishes for an unknown outcome (data `{"phase": "unknown", ...}`), so a
+   * closing handler sees the execution end without waiting out its grace. When the handler ended
+   * the execution first (an abandoned invoke, a grace already over), it refuses the event and
+   * has published (or suppressed) the terminal event itself: nothing to report.
+   */
   async terminal(result: ToolResult): Promise<void> {
-    const type = TERMINAL_EVENT[result.status];
-    if (type === undefined) return;
+    const unknown = result.status === "unknown";
+    const event = unknown
+      ? unknownOutcomeEvent(result)
+      : new ToolEvent({ type: TERMINAL_EVENT[result.status] });
+    const type = event.type;
     try {
-      await this.#events.emit(new ToolEvent({ type }));
+      await this.#events.emit(event);
     } catch (error) {
+      if (
+        unknown && error instanceof ToolProtocolError &&
+        error.code === ToolErrorCodes.ENDPOINT_EVENT_AFTER_TERMINAL
+      ) return;
       report(this.#logger, {
         level: "warn",
         event: "event.terminal_refused",
