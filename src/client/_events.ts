@@ -1,5 +1,6 @@
 // The ordered, bounded event stream of one invocation (private to src/client/).
 import { withResolvers } from "../_internal/async.ts";
+import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 import type { ToolEvent } from "../endpoint/models.ts";
 
 /** One event of an invocation with its sequence number. */
@@ -44,7 +45,7 @@ export class EventBuffer {
   readonly #held = new Map<number, ToolEvent>();
   #ready: ToolEventRecord[] = [];
   #next = 0;
-  #gapTimer: ReturnType<typeof setTimeout> | undefined;
+  #gapTimer: LongTimeout | undefined;
   #waiter: PromiseWithResolvers<void> | undefined;
   #ended = false;
   #error: { readonly reason: unknown } | undefined;
@@ -82,7 +83,7 @@ export class EventBuffer {
     if (sequence > this.#next) {
       this.#held.set(sequence, event);
       if (this.#held.size > this.#maxBuffered) this.#skipGap();
-      else this.#gapTimer ??= setTimeout(() => this.#skipGap(), this.#reorderWindowMs);
+      else this.#gapTimer ??= setLongTimeout(() => this.#skipGap(), this.#reorderWindowMs);
       return "held";
     }
     this.#deliver(sequence, event);
@@ -145,13 +146,13 @@ export class EventBuffer {
     this.#next = Math.min(...this.#held.keys());
     this.#drainHeld();
     if (this.#held.size > 0 && !this.#ended) {
-      this.#gapTimer = setTimeout(() => this.#skipGap(), this.#reorderWindowMs);
+      this.#gapTimer = setLongTimeout(() => this.#skipGap(), this.#reorderWindowMs);
     }
     this.#host.recover("gap");
   }
 
   #clearGapTimer(): void {
-    if (this.#gapTimer !== undefined) clearTimeout(this.#gapTimer);
+    this.#gapTimer?.clear();
     this.#gapTimer = undefined;
   }
 
