@@ -7,6 +7,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+import { formatThrown } from "../endpoint/log.ts";
 import type { ToolControlCommand, ToolSemantics } from "../endpoint/constants.ts";
 import {
   ToolAccepted,
@@ -372,8 +373,7 @@ function optionalString(value: unknown, name: string, action: string): string | 
 function defaultOnError(error: unknown, key: ToolExecutionKey): void {
   console.error(
     `ToolEndpointClient background failure invocation_id=${key.invocationId} ` +
-      `attempt_id=${key.attemptId}`,
-    error,
+      `attempt_id=${key.attemptId} ${formatThrown(error)}`,
   );
 }
 
