@@ -16,6 +16,7 @@ import {
   ToolResult,
   type ToolResultResponse,
 } from "../mod.ts";
+import { silentLogger } from "./_helpers.ts";
 
 const never = <T>() => new Promise<T>(() => {});
 
@@ -36,6 +37,7 @@ function setup() {
     }),
     {
       endpointInstanceId: "instance-1",
+      logger: silentLogger,
       operations: {
         detect: { query: () => never<ToolResult>() },
         move: {
