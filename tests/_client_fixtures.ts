@@ -17,7 +17,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
-import { cellDescriptor } from "./_helpers.ts";
+import { cellDescriptor, silentLogger } from "./_helpers.ts";
 
 export const ENDPOINT = "robot.arm";
 export const INSTANCE = "arm-1";
@@ -171,6 +171,7 @@ export function armEndpoint(options: { maxRetainedExecutions?: number } = {}): A
   const echoCalls = { count: 0, contexts: [] as ToolContext[] };
   const handler = new ToolEndpointHandler(DESCRIPTOR, {
     endpointInstanceId: INSTANCE,
+    logger: silentLogger,
     maxRetainedExecutions: options.maxRetainedExecutions ?? 16_384,
     operations: {
       echo: {

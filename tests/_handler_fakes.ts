@@ -40,7 +40,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
-import { cellDescriptor } from "./_helpers.ts";
+import { cellDescriptor, silentLogger } from "./_helpers.ts";
 
 /** The handler's provider instance in every suite. */
 export const INSTANCE = "instance-1";
@@ -323,6 +323,7 @@ export type HandlerExtras = Partial<Omit<ToolEndpointHandlerOptions, "operations
 export function queryHandler(query: unknown, extras: HandlerExtras = {}): ToolEndpointHandler {
   return new ToolEndpointHandler(queryDescriptor(), {
     endpointInstanceId: INSTANCE,
+    logger: silentLogger,
     ...extras,
     operations: { detect: query as FakeQuery },
   });
@@ -351,6 +352,7 @@ export function actionHandler(
   const { maxConcurrency, ...extras } = options;
   return new ToolEndpointHandler(actionDescriptor(maxConcurrency ?? 1), {
     endpointInstanceId: INSTANCE,
+    logger: silentLogger,
     ...extras,
     operations: { move: action as FakeAction },
   });
@@ -364,6 +366,7 @@ export function sessionHandler(
   const { maxConcurrency, ...extras } = options;
   return new ToolEndpointHandler(sessionDescriptor(maxConcurrency ?? 1), {
     endpointInstanceId: INSTANCE,
+    logger: silentLogger,
     ...extras,
     operations: { serve: session as FakeSession },
   });

@@ -9,6 +9,8 @@ import {
   ToolEnvelope,
   type ToolEnvelopeInit,
   ToolExecutionKey,
+  type ToolLogger,
+  type ToolLogRecord,
   ToolOperationDescriptor,
   ToolProtocolError,
 } from "../mod.ts";
@@ -335,4 +337,24 @@ export class FakeClock implements NodeClock {
     }
     this.#now = target;
   }
+}
+
+/**
+ * A logger that drops every record: for code under test whose failures a test provokes on
+ * purpose, so a passing run prints nothing from it.
+ */
+export const silentLogger: ToolLogger = () => {};
+
+/** A logger that keeps every record, for a test to assert on (`events()` lists `level event`). */
+export function recordingLogger(): {
+  readonly records: ToolLogRecord[];
+  readonly logger: ToolLogger;
+  events(): string[];
+} {
+  const records: ToolLogRecord[] = [];
+  return {
+    records,
+    logger: (record) => records.push(record),
+    events: () => records.map((record) => `${record.level} ${record.event}`),
+  };
 }

@@ -19,7 +19,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
-import { cellDescriptor } from "./_helpers.ts";
+import { cellDescriptor, silentLogger } from "./_helpers.ts";
 
 /**
  * What a running execution does when its signal aborts:
@@ -128,6 +128,7 @@ export function robotHandler(
 ): ToolEndpointHandler {
   return new ToolEndpointHandler(robotDescriptor(), {
     endpointInstanceId: "instance-1",
+    logger: silentLogger,
     ...extras,
     operations: { move, serve },
   });

@@ -16,6 +16,7 @@ import {
   ToolResult,
   type ToolResultResponse,
 } from "../mod.ts";
+import { silentLogger } from "./_helpers.ts";
 
 const never = <T>() => new Promise<T>(() => {});
 
@@ -36,7 +37,7 @@ function setup() {
     }),
     {
       endpointInstanceId: "instance-1",
-      logger: () => {}, // close() abandons calls on purpose: its warnings are expected
+      logger: silentLogger, // close() abandons calls on purpose: its warnings are expected
       operations: {
         detect: { query: () => never<ToolResult>() },
         move: {

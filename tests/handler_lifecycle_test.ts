@@ -41,7 +41,7 @@ import {
   ToolResultResponse,
   validateResponseCorrelation,
 } from "../mod.ts";
-import { cellDescriptor } from "./_helpers.ts";
+import { cellDescriptor, silentLogger } from "./_helpers.ts";
 import {
   acceptedOutcome,
   ACTION,
@@ -177,6 +177,7 @@ function cell(
   const descriptor = cellDescriptor({ maxConcurrency });
   return new ToolEndpointHandler(descriptor, {
     endpointInstanceId: INSTANCE,
+    logger: silentLogger,
     ...extras,
     // Scripted returns `unknown` on purpose: it also plays providers that break the SPI.
     operations: {

@@ -39,7 +39,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
-import { context, FakeClock } from "./_helpers.ts";
+import { context, FakeClock, recordingLogger, silentLogger } from "./_helpers.ts";
 
 /** Lets pending promise continuations run (no timers involved). */
 async function settle(): Promise<void> {
@@ -80,6 +80,7 @@ function loop(
 ) {
   const sent: Sent[] = [];
   const registration: EndpointRegistration = new EndpointRegistration({
+    logger: silentLogger,
     descriptor: descriptor(),
     endpointInstanceId: INSTANCE,
     clock,
@@ -153,7 +154,7 @@ function handlerWith(
     descriptor(
       ...Object.keys(operations).map((name) => [name, maxima[name] ?? 1] as [string, number]),
     ),
-    { endpointInstanceId: INSTANCE, operations },
+    { endpointInstanceId: INSTANCE, logger: silentLogger, operations },
   );
 }
 
@@ -313,6 +314,7 @@ Deno.test("renewal options are validated", () => {
   assertThrows(
     () =>
       new EndpointHealthReporter({
+        logger: silentLogger,
         handler: handlerWith({ detect: new BlockingQuery() }),
         send: () => {},
         periodMs: NaN,
@@ -403,6 +405,7 @@ Deno.test("a send that throws or rejects counts as a lost attempt", async () => 
   let mode: "throw" | "reject" | "ok" = "throw";
   const attempts: number[] = [];
   const registration: EndpointRegistration = new EndpointRegistration({
+    logger: silentLogger,
     descriptor: descriptor(),
     endpointInstanceId: INSTANCE,
     clock,
@@ -656,6 +659,7 @@ Deno.test("health sends a snapshot at start and every period", () => {
   const handler = handlerWith({ detect: new BlockingQuery() });
   const sent: Sent[] = [];
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler,
     clock,
     periodMs: 1000,
@@ -682,6 +686,7 @@ Deno.test("health reports busy when every permit of every operation is in use", 
   const handler = handlerWith({ detect, track }, { detect: 1, track: 2 });
   const sent: Sent[] = [];
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler,
     clock,
     periodMs: 60_000,
@@ -715,6 +720,7 @@ Deno.test("a state-change snapshot restarts the period", async () => {
   const handler = handlerWith({ detect: query });
   const sent: Sent[] = [];
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler,
     clock,
     periodMs: 1000,
@@ -738,6 +744,7 @@ Deno.test("health polls the handler state when pollMs is set", async () => {
   const handler = handlerWith({ detect: query });
   const sent: Sent[] = [];
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler,
     clock,
     periodMs: 10_000,
@@ -767,6 +774,7 @@ Deno.test("degraded and unavailable take precedence in that order", async () => 
   let degraded = false;
   const sent: Sent[] = [];
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler,
     clock,
     periodMs: 60_000,
@@ -809,6 +817,7 @@ Deno.test("a details callback that throws or returns a NaN never escapes the per
   const failures: [string, string][] = [];
   let details: () => object = () => ({ temperature: 40 });
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler,
     clock,
     periodMs: 1000,
@@ -846,6 +855,7 @@ Deno.test("a failing degraded callback is reported once per run; a failing hook 
   const failures: string[] = [];
   let fail = true;
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler,
     clock,
     periodMs: 1000,
@@ -877,7 +887,7 @@ Deno.test("a failing degraded callback is reported once per run; a failing hook 
 });
 
 /** An Action endpoint whose executions stay running (their permits stay taken). */
-function actionHandler(maxConcurrency: number): ToolEndpointHandler {
+function actionHandler(maxConcurrency: number, logger = silentLogger): ToolEndpointHandler {
   return new ToolEndpointHandler(
     new ToolEndpointDescriptor({
       protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -893,6 +903,7 @@ function actionHandler(maxConcurrency: number): ToolEndpointHandler {
     }),
     {
       endpointInstanceId: INSTANCE,
+      logger,
       operations: {
         move: {
           start: () => new ToolAccepted(),
@@ -914,29 +925,24 @@ function invokeMove(handler: ToolEndpointHandler, n: number): Promise<readonly T
 }
 
 Deno.test("watchState: one call per turn of permit changes; a throwing listener is logged", async () => {
-  const handler = actionHandler(2);
+  const log = recordingLogger();
+  const handler = actionHandler(2, log.logger);
   const seen: number[] = [];
   const unwatch = handler.watchState(() => void seen.push(handler.state.permitsInUse.move));
   const unwatchFailing = handler.watchState(() => {
     throw new Error("listener down");
   });
-  const logged: unknown[][] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) => void logged.push(args);
-  try {
-    // Two admissions in one turn: one call, after both.
-    await Promise.all([invokeMove(handler, 1), invokeMove(handler, 2)]);
-    assertEquals(seen, [2]);
-    assertStrictEquals(logged.length, 1);
-    assertMatch(String(logged[0][0]), /watchState listener failed/);
-    unwatch();
-    unwatchFailing();
-    await invokeMove(handler, 3); // refused at capacity: no permit taken, and nobody is watching
-    await settle();
-    assertEquals(seen, [2]);
-  } finally {
-    console.error = original;
-  }
+  // Two admissions in one turn: one call, after both.
+  await Promise.all([invokeMove(handler, 1), invokeMove(handler, 2)]);
+  assertEquals(seen, [2]);
+  assertStrictEquals(log.records.length, 1);
+  assertMatch(log.records[0].message, /watchState listener failed/);
+  assertStrictEquals((log.records[0].error as Error).message, "listener down");
+  unwatch();
+  unwatchFailing();
+  await invokeMove(handler, 3); // refused at capacity: no permit taken, and nobody is watching
+  await settle();
+  assertEquals(seen, [2]);
   assertThrows(
     () => handler.watchState(undefined as never),
     TypeError,
@@ -965,6 +971,7 @@ Deno.test("a running node reports an Action permit taken with no check call", as
 Deno.test("a failing status send is recorded, not thrown", async () => {
   const clock = new FakeClock();
   const reporter = new EndpointHealthReporter({
+    logger: silentLogger,
     handler: handlerWith({ detect: new BlockingQuery() }),
     clock,
     send: () => Promise.reject(new Error("down")),

@@ -49,7 +49,7 @@ const HUGE_QUERY = {
 };
 
 Deno.test("handler: the logger option defaults to consoleLogger and is readable", () => {
-  assertStrictEquals(queryHandler(HUGE_QUERY).logger, consoleLogger);
+  assertStrictEquals(queryHandler(HUGE_QUERY, { logger: undefined }).logger, consoleLogger);
   const { logger } = recorder();
   assertStrictEquals(queryHandler(HUGE_QUERY, { logger }).logger, logger);
 });

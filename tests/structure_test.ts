@@ -126,6 +126,33 @@ Deno.test("structure: no run-time import cycle among the modules of src/", async
   assertEquals(cycles, []);
 });
 
+Deno.test("structure: only the long-delay helper calls the global setTimeout", async () => {
+  // A raw setTimeout fires a delay beyond 2^31 - 1 ms after about 1 ms; every timer goes through
+  // src/_internal/timers.ts (SYSTEM_CLOCK too). A NodeClock's `clock.setTimeout(...)` is a method
+  // call and allowed; an interface method declaration (`setTimeout(...): T;`) is no call.
+  const calls: string[] = [];
+  for (const file of await sourceFiles()) {
+    if (file === "_internal/timers.ts") continue;
+    const source = (await Deno.readTextFile(new URL(file, SRC)))
+      .replace(/"(?:[^"\\\n]|\\.)*"/g, '""')
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/\/\/[^\n]*/g, "");
+    const pattern = /(?:(?<![\w$#.])|globalThis\.)(?:setTimeout|setInterval)\s*\(/g;
+    for (const match of source.matchAll(pattern)) {
+      // Skip a declaration: the parenthesis closes and a return type follows.
+      let depth = 0;
+      let end = match.index + match[0].length - 1;
+      for (; end < source.length; end++) {
+        if (source[end] === "(") depth++;
+        else if (source[end] === ")" && --depth === 0) break;
+      }
+      if (/^\s*:/.test(source.slice(end + 1))) continue;
+      calls.push(`${file}: ${match[0]}`);
+    }
+  }
+  assertEquals(calls, []);
+});
+
 Deno.test("structure: the module-level mutable state left is the listed, explained set", async () => {
   // Module state is a `let`/`var`, a weak collection (a memo keyed by objects), or a `const`
   // record declared with an object type (a memo whose fields are reassigned). The strict

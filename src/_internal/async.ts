@@ -1,5 +1,7 @@
 // Async helpers shared across folders (never exported from mod.ts or dora.ts).
 
+import { type LongTimeout, setLongTimeout } from "./timers.ts";
+
 /** A promise with its resolve and reject functions. */
 export interface Resolvers<T> {
   readonly promise: Promise<T>;
@@ -34,12 +36,12 @@ export async function settleWithin(
     await Promise.race([Promise.allSettled(all), Promise.resolve()]);
     return;
   }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  let timer: LongTimeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setLongTimeout(resolve, ms)));
   try {
     await Promise.race([Promise.allSettled(all), timeout]);
   } finally {
-    clearTimeout(timer);
+    timer?.clear();
   }
 }
 

@@ -1,5 +1,6 @@
 // The ordered, bounded event stream of one invocation (private to src/client/).
 import { withResolvers } from "../_internal/async.ts";
+import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 import type { ToolEvent } from "../endpoint/models.ts";
 
 /** One event of an invocation with its sequence number. */
@@ -53,7 +54,7 @@ export class EventBuffer {
   #ready: ToolEventRecord[] = [];
   #head = 0;
   #next = 0;
-  #gapTimer: ReturnType<typeof setTimeout> | undefined;
+  #gapTimer: LongTimeout | undefined;
   #waiter: PromiseWithResolvers<void> | undefined;
   #ended = false;
   #error: { readonly reason: unknown } | undefined;
@@ -91,7 +92,7 @@ export class EventBuffer {
     if (sequence > this.#next) {
       this.#held.set(sequence, event);
       if (this.#held.size > this.#maxBuffered) this.#skipGap();
-      else this.#gapTimer ??= setTimeout(() => this.#skipGap(), this.#reorderWindowMs);
+      else this.#gapTimer ??= setLongTimeout(() => this.#skipGap(), this.#reorderWindowMs);
       return "held";
     }
     this.#deliver(sequence, event);
@@ -168,13 +169,13 @@ export class EventBuffer {
     this.#next = lowestKey(this.#held);
     this.#drainHeld();
     if (this.#held.size > 0 && !this.#ended) {
-      this.#gapTimer = setTimeout(() => this.#skipGap(), this.#reorderWindowMs);
+      this.#gapTimer = setLongTimeout(() => this.#skipGap(), this.#reorderWindowMs);
     }
     this.#host.recover("gap");
   }
 
   #clearGapTimer(): void {
-    if (this.#gapTimer !== undefined) clearTimeout(this.#gapTimer);
+    this.#gapTimer?.clear();
     this.#gapTimer = undefined;
   }
 

@@ -6,6 +6,8 @@
  * @module
  */
 import { withResolvers } from "../_internal/async.ts";
+import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+import { formatThrown } from "../endpoint/log.ts";
 import type { ToolControlCommand, ToolSemantics } from "../endpoint/constants.ts";
 import {
   ToolAccepted,
@@ -385,8 +387,7 @@ function optionalString(value: unknown, name: string, action: string): string | 
 function defaultOnError(error: unknown, key: ToolExecutionKey): void {
   console.error(
     `ToolEndpointClient background failure invocation_id=${key.invocationId} ` +
-      `attempt_id=${key.attemptId}`,
-    error,
+      `attempt_id=${key.attemptId} ${formatThrown(error)}`,
   );
 }
 
@@ -489,7 +490,7 @@ export class ToolEndpointClient {
     unroutedEvents: 0,
   };
   readonly #background = new Set<Promise<void>>();
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: LongTimeout | undefined;
   #timerAt = 0;
   #closing: Promise<void> | undefined;
   #closed = false;
@@ -1057,9 +1058,9 @@ export class ToolEndpointClient {
    */
   #armTimer(deadline: number): void {
     if (this.#timer !== undefined && this.#timerAt <= deadline) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer?.clear();
     this.#timerAt = deadline;
-    this.#timer = setTimeout(() => this.#timerFired(), Math.max(0, deadline - performance.now()));
+    this.#timer = setLongTimeout(() => this.#timerFired(), deadline - performance.now());
   }
 
   #timerFired(): void {
@@ -1077,7 +1078,7 @@ export class ToolEndpointClient {
   }
 
   #stopTimer(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer?.clear();
     this.#timer = undefined;
   }
 
@@ -1260,7 +1261,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   #wakeup: PromiseWithResolvers<Wake> | undefined;
   #pendingWake: Wake | undefined;
   #controlSent = false;
-  #tailTimer: ReturnType<typeof setTimeout> | undefined;
+  #tailTimer: LongTimeout | undefined;
   /** The instance events must come from: the addressed one, else the first event's. */
   #eventInstanceId: string | undefined;
 
@@ -1443,7 +1444,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
     if (this.#ended) return;
     this.#ended = true;
     this.#unlinkSignal?.();
-    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    this.#tailTimer?.clear();
     this.#tailTimer = undefined;
     this.#core.forget(this);
     const failure = error ?? new ToolClientError("the invocation was released", {
@@ -1601,13 +1602,13 @@ class Invocation implements ToolInvocation, EventBufferHost {
     // The result came from a poll or the invoke answer while events may still be on their way
     // (a carrier publishes a response before the events that follow it): the stream stays open
     // one reorder window for them, then ends (held events delivered, gaps skipped).
-    this.#tailTimer = setTimeout(() => this.endStream(), this.#core.config().reorderWindowMs);
+    this.#tailTimer = setLongTimeout(() => this.endStream(), this.#core.config().reorderWindowMs);
     this.#core.linger(this);
   }
 
   /** Ends the event stream (held events delivered, gaps skipped) and stops routing events. */
   endStream(): void {
-    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    this.#tailTimer?.clear();
     this.#tailTimer = undefined;
     this.#buffer.end(undefined);
     this.#core.forget(this);
@@ -1633,8 +1634,8 @@ class Invocation implements ToolInvocation, EventBufferHost {
     if (pending !== undefined) return Promise.resolve(pending);
     const wakeup = withResolvers<Wake>();
     this.#wakeup = wakeup;
-    const timer = setTimeout(() => this.#wake("timeout"), ms);
-    return wakeup.promise.finally(() => clearTimeout(timer));
+    const timer = setLongTimeout(() => this.#wake("timeout"), ms);
+    return wakeup.promise.finally(() => timer.clear());
   }
 
   /** Starts the result watch once: it runs until the terminal result is known or the end. */

@@ -6,6 +6,7 @@
  * @module
  */
 import { withResolvers } from "../_internal/async.ts";
+import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { logSafely, type ToolLogger } from "../endpoint/log.ts";
 
@@ -445,7 +446,7 @@ export class ToolEndpointNode {
       wake?.(STOPPED);
     };
     stop.then(end);
-    const timer = setTimeout(end, Math.max(0, deadline - performance.now()));
+    const timer = setLongTimeout(end, deadline - performance.now());
     try {
       let next = pending ?? this.#nextEventOrNull();
       for (;;) {
@@ -461,7 +462,7 @@ export class ToolEndpointNode {
         next = this.#nextEventOrNull();
       }
     } finally {
-      clearTimeout(timer);
+      timer.clear();
     }
   }
 
@@ -557,14 +558,14 @@ export class ToolEndpointNode {
  * A deadline already past still lets `work` settle through one timer turn (microtask answers).
  */
 async function withinDeadline(work: Promise<unknown>, deadline: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: LongTimeout | undefined;
   const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), Math.max(0, deadline - performance.now()));
+    timer = setLongTimeout(() => resolve(false), deadline - performance.now());
   });
   try {
     return await Promise.race([work.then(() => true, () => true), late]);
   } finally {
-    clearTimeout(timer);
+    timer?.clear();
   }
 }
 

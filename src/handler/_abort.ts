@@ -6,11 +6,7 @@
  * @module
  */
 
-/**
- * The longest delay `setTimeout` honours, 2^31 − 1 ms (about 24.8 days). Deno, Node.js and
- * browsers replace a longer delay by 1 ms.
- */
-export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 
 /**
  * The subscribers of one shared `AbortSignal` behind a single listener. `EventTarget` scans its
@@ -72,45 +68,15 @@ export function raceAbort<T>(promise: Promise<T>, fanout: AbortFanout): Promise<
   });
 }
 
-/** A pending deadline timer (see {@linkcode atDeadline}). */
-export interface DeadlineTimer {
-  /** Cancels the timer; `fire` is not called afterwards. Idempotent. */
-  clear(): void;
-}
+/** A pending deadline timer (see {@linkcode atDeadline}): `clear()` cancels it, idempotently. */
+export type DeadlineTimer = LongTimeout;
 
 /**
- * Calls `fire` once the deadline `deadlineMs` (on the clock `now`, in milliseconds) is reached.
- * A deadline further away than {@linkcode MAX_TIMER_DELAY_MS} is waited for in steps of at most
- * that long, each re-reading the clock, so it never fires early; a nearer one is one timer. The
- * timers do not keep the process alive (Deno's `unrefTimer`, Node.js's `unref()`).
+ * Calls `fire` once the deadline `deadlineMs` (on the clock `now`, in milliseconds) is reached,
+ * through {@linkcode setLongTimeout}: a deadline further away than `MAX_TIMER_DELAY_MS` is waited
+ * for in steps, each re-reading the clock, so it never fires early. The timer does not keep the
+ * process alive.
  */
 export function atDeadline(deadlineMs: number, now: () => number, fire: () => void): DeadlineTimer {
-  let id: ReturnType<typeof setTimeout> | undefined;
-  const arm = () => {
-    const remaining = Math.max(0, deadlineMs - now());
-    const step = Math.min(remaining, MAX_TIMER_DELAY_MS);
-    id = setTimeout(() => {
-      id = undefined;
-      if (step < remaining) arm();
-      else fire();
-    }, step);
-    unrefTimer(id);
-  };
-  arm();
-  return {
-    clear() {
-      if (id !== undefined) clearTimeout(id);
-      id = undefined;
-    },
-  };
-}
-
-/** Lets the process exit while the timer `id` is pending, in Deno and in Node.js alike. */
-function unrefTimer(id: ReturnType<typeof setTimeout>): void {
-  const deno = (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno;
-  if (typeof deno?.unrefTimer === "function") {
-    deno.unrefTimer(id as unknown as number);
-    return;
-  }
-  (id as unknown as { unref?: () => void } | undefined)?.unref?.();
+  return setLongTimeout(fire, deadlineMs - now(), { unref: true, now });
 }

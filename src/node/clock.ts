@@ -5,6 +5,8 @@
  * @module
  */
 
+import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+
 /** A monotonic time source: milliseconds that never go backwards (not a wall clock). */
 export interface MonotonicClock {
   /** The current monotonic time in milliseconds. */
@@ -20,7 +22,9 @@ export interface NodeClock extends MonotonicClock {
 }
 
 /**
- * The process clock: `performance.now()` and the global `setTimeout` / `clearTimeout`.
+ * The process clock: `performance.now()` and timers on the global `setTimeout` that honour any
+ * delay: one longer than 2^31 − 1 ms (which `setTimeout` alone would fire after about 1 ms) is
+ * waited for in steps, never early.
  *
  * @example
  * ```ts
@@ -32,7 +36,6 @@ export interface NodeClock extends MonotonicClock {
  */
 export const SYSTEM_CLOCK: NodeClock = Object.freeze({
   now: (): number => performance.now(),
-  setTimeout: (callback: () => void, ms: number): unknown => setTimeout(callback, ms),
-  clearTimeout: (handle: unknown): void =>
-    clearTimeout(handle as ReturnType<typeof setTimeout> | undefined),
+  setTimeout: (callback: () => void, ms: number): unknown => setLongTimeout(callback, ms),
+  clearTimeout: (handle: unknown): void => (handle as LongTimeout | undefined)?.clear?.(),
 });
