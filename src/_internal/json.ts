@@ -344,68 +344,28 @@ export function copyJson(
   return copy(value, path, report, depth, integers, { height: 0, flag: 0 }, true);
 }
 
-/** What {@linkcode adoptParsedJson}'s walk learns besides each container's height. */
-interface AdoptFacts {
-  /** 1 when `JSON.stringify` would write the value differently from the Wire, else 0. */
-  flag: number;
-  /** False once an object's keys are not in code point order. */
-  sorted: boolean;
-}
-
 /**
- * Freezes `value` and every container below it and returns its height (see CopyFacts); at the
- * root, marks it canonical first when every object's keys were in code point order.
+ * @internal Freezes a container that `JSON.parse` built, and every container below it, in
+ * place, in one walk, and returns its height (the deepest nesting below it: 0 for an empty
+ * container). The strict decoder's fast path adopts its result this way.
  */
-function freezeParsed(value: object, facts: AdoptFacts, root: boolean): number {
+export function freezeParsedJson(value: object): number {
   let height = 0;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
-      let below = 0;
-      if (typeof item === "object") {
-        if (item !== null) below = freezeParsed(item, facts, false);
-      } else if (typeof item === "number" && Math.abs(item) < 1e-4 && !Number.isInteger(item)) {
-        facts.flag = 1;
-      }
+      const below = typeof item === "object" && item !== null ? freezeParsedJson(item) : 0;
       if (below >= height) height = below + 1;
     }
   } else {
-    let previous: string | undefined;
     for (const key in value) {
-      if (previous !== undefined && facts.sorted && compareCodePoints(previous, key) > 0) {
-        facts.sorted = false;
-      }
-      previous = key;
-      const c = key.charCodeAt(0);
-      if (c >= 0x30 && c <= 0x39 && isArrayIndex(key)) facts.flag = 1;
       const item: unknown = (value as Record<string, unknown>)[key];
-      let below = 0;
-      if (typeof item === "object") {
-        if (item !== null) below = freezeParsed(item, facts, false);
-      } else if (typeof item === "number" && Math.abs(item) < 1e-4 && !Number.isInteger(item)) {
-        facts.flag = 1;
-      }
+      const below = typeof item === "object" && item !== null ? freezeParsedJson(item) : 0;
       if (below >= height) height = below + 1;
     }
   }
-  // The mark goes on before the freeze (a frozen object takes no new property).
-  if (root && facts.sorted) markCanonical(value, height, facts.flag);
   Object.freeze(value);
   return height;
-}
-
-/**
- * @internal Takes a container that `JSON.parse` built from text the strict decoder's fast path
- * proved interoperable (no duplicate key, no lone surrogate, integers within ±(2^53 − 1), no
- * `-0`, no float token with an integral value, nesting bounded): freezes it and every container
- * below it in place, in one walk, and returns its height. When every object's keys are also in
- * code point order (the order the Wire writes them; a decoded object keeps its document's order,
- * so frozen alone is not canonical), the value is marked canonical like a {@linkcode copyJson}
- * copy: the models built from it adopt its members and the encoder takes it as it is. Nothing
- * else may call it: the mark asserts the rules that only the fast path's scan proved.
- */
-export function adoptParsedJson(value: object): number {
-  return freezeParsed(value, { flag: 0, sorted: true }, true);
 }
 
 /**

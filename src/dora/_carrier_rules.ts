@@ -13,7 +13,7 @@ import {
   type ToolMessageType,
 } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { adoptParsedJson, copyJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
+import { copyJson, freezeParsedJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
 import { pyRepr } from "../_internal/repr.ts";
 import { isBlank } from "../_internal/text.ts";
 import { parseStrictJsonBytes } from "../wire/codec.ts";
@@ -37,7 +37,7 @@ const COLUMN = {
 } as const;
 
 const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-// The height (deepest nesting below the object, see adoptParsedJson) up to which the fast path's
+// The height (deepest nesting below the object, see freezeParsedJson) up to which the fast path's
 // result is adopted: every value at depth 64 at most. Deeper documents take the exact walk, which
 // decides.
 const MAX_ADOPTED_HEIGHT = MAX_JSON_DEPTH;
@@ -163,9 +163,8 @@ function parsePayloadJson(
   // (the strict decoder sends those to the exact path), and every other token is written at most
   // as long as it is read (fewest escapes, fewest digits, no whitespace): the payload's compact
   // encoding is no longer than payload_json.
-  // The walk that adopts the fast path's value (frozen in place, canonical when its keys are in
-  // code point order) measures its height too.
-  if (parsed.normalized && adoptParsedJson(value) <= MAX_ADOPTED_HEIGHT) {
+  // The walk that freezes the fast path's value in place measures its height too.
+  if (parsed.normalized && freezeParsedJson(value) <= MAX_ADOPTED_HEIGHT) {
     return { payload: value as JsonObject, narrow: true };
   }
   try {

@@ -8,8 +8,8 @@ import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { positiveIntegerOption } from "../_internal/options.ts";
 import {
-  adoptParsedJson,
   compareCodePoints,
+  freezeParsedJson,
   isFloatMember,
   isPlainObject,
 } from "../_internal/json.ts";
@@ -354,10 +354,10 @@ export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvel
     endpointInstanceId === null || operation === null || sequence === null ||
     (endpointInstanceId === undefined && headerRowOf(messageType).endpointInstanceId === "required")
   ) checkEnvelopeFields(value);
-  // The fast path's payload is adopted as it is: frozen in place here (canonical when its keys
-  // are in code point order), as the envelope's payload is everywhere else.
+  // The fast path's payload is adopted as it is, frozen in place here (one walk: a copy would
+  // cost more); the exact path's is copied, and so frozen, by the constructor.
   const payload = value.payload;
-  if (normalized && typeof payload === "object" && payload !== null) adoptParsedJson(payload);
+  if (normalized && typeof payload === "object" && payload !== null) freezeParsedJson(payload);
   const init = {
     protocol: value.protocol ?? null,
     messageType,
