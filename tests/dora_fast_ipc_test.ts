@@ -1045,3 +1045,35 @@ Deno.test("options and arguments fail as the generic path does", () => {
     "ArrayBuffer",
   );
 });
+
+Deno.test("fast IPC decode: the payload is deeply frozen, on the fast path and on the exact path", () => {
+  // Regression: payload_json's fast-path parse was adopted as JSON.parse built it, mutable.
+  const unfrozen = (value: unknown, path = "payload"): string[] => {
+    if (typeof value !== "object" || value === null) return [];
+    const out = Object.isFrozen(value) ? [] : [path];
+    for (const [key, item] of Object.entries(value)) out.push(...unfrozen(item, `${path}.${key}`));
+    return out;
+  };
+  const context = new ToolContext({
+    executionKey: new ToolExecutionKey({ invocationId: "i-1", attemptId: "a-1" }),
+    toolId: "forge.tool.detect",
+    implementationId: "yolo",
+    endpointId: "vision.yolo",
+    operation: "detect",
+    metadata: { trace: { id: "t" } },
+  });
+  // 0.5 keeps the fast path; 1.5e-7 (written with an exponent) takes the exact one.
+  for (const score of [0.5, 1.5e-7]) {
+    const envelope = makeInvokeRequestEnvelope(
+      new ToolRequest({ arguments: { classes: ["cube", { shape: [1, 2] }], score } }),
+      context,
+      { requestId: "r-1", endpointInstanceId: "instance-1" },
+    );
+    const decoded = decodeToolEnvelopeIpc(encodeToolEnvelopeIpc(envelope));
+    assertEquals(decoded.payload, envelope.payload);
+    assertEquals(unfrozen(decoded.payload), [], String(score));
+    assertThrows(() => {
+      (decoded.payload.arguments as Record<string, unknown>).score = 0;
+    }, TypeError);
+  }
+});

@@ -155,6 +155,32 @@ Deno.test("gateway client: Query, Action and Session through gateway.connect() t
   await gateway.close();
 });
 
+Deno.test("gateway client: a call before any registration rejects with the retryable ToolCallError FORGE_ENDPOINT_UNAVAILABLE, not sent", async () => {
+  // Regression: resolveInstance threw a bare ToolEndpointError, whose code and retryable were
+  // undefined, instead of the error the gateway answers such a call with.
+  const { gateway } = gatewayWithRoute();
+  const client = clientOf(gateway);
+  for (const call of [() => client.query("detect", {}), () => client.invoke("move", {})]) {
+    const error = await assertRejects(call, ToolCallError);
+    assertEquals([error.code, error.retryable, error.kind], [
+      "FORGE_ENDPOINT_UNAVAILABLE",
+      true,
+      "error",
+    ]);
+    assertEquals(plain(error.error), {
+      code: "FORGE_ENDPOINT_UNAVAILABLE",
+      message: "endpoint 'robot.demo' has no current instance",
+      retryable: true,
+      details: { endpoint_id: ENDPOINT },
+    });
+  }
+  // Nothing left the client.
+  assertEquals(client.stats.sent, 0);
+  assertEquals(gateway.stats.unavailable, 2);
+  await client.close();
+  await gateway.close();
+});
+
 Deno.test("gateway client: a Dora caller of the gateway node gets its events (IPC bytes on both hops)", async () => {
   // Regression: the caller names no instance, so its events (which carry the instance that runs
   // the execution) were counted as mismatched and never reached the invocation.

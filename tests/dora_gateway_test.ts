@@ -739,6 +739,109 @@ Deno.test("gateway answers FORGE_ENDPOINT_CAPACITY beyond maxPendingExchanges", 
   await h.close();
 });
 
+Deno.test("gateway bounds waiting exchanges per endpoint: a slow endpoint does not refuse another's calls", async () => {
+  // Regression: one maxPendingExchanges pool served every route, so the detector's unanswered
+  // calls made the arm answer capacity errors too.
+  const h = new Harness({ maxPendingExchanges: 8, maxPendingExchangesPerEndpoint: 2 });
+  h.register("detector", "instance-1");
+  h.register("arm", "arm-1");
+  const invoke = (invocationId: string, endpointId = YOLO) =>
+    h.caller.send(
+      makeInvokeRequestEnvelope(
+        new ToolRequest({ arguments: {} }),
+        context("detect", invocationId, endpointId),
+        unresolved(`invoke-${invocationId}`),
+      ),
+    );
+  for (const id of ["d1", "d2", "d3"]) await invoke(id);
+  assertEquals(h.sent.detector.filter((m) => m.messageType === "tool.invoke.request").length, 2);
+  assertEquals(h.answers.length, 1);
+  assertEquals(h.answers[0].requestId, "invoke-d3");
+  assertEquals(errorOf(h.answers[0]), {
+    code: "FORGE_ENDPOINT_CAPACITY",
+    message: "the gateway already waits for 2 answers of endpoint 'vision.yolo'",
+    retryable: true,
+    details: { endpoint_id: YOLO, max_pending_exchanges_per_endpoint: 2 },
+  });
+  // The arm still has its own share.
+  await invoke("a1", ARM);
+  await invoke("a2", ARM);
+  assertEquals(h.answers.length, 1);
+  assertEquals(h.sent.arm.filter((m) => m.messageType === "tool.invoke.request").length, 2);
+  assertEquals(h.gateway.pendingExchanges, 4);
+  // An answer frees its endpoint's share.
+  h.provide(
+    "detector",
+    makeInvokeResponseEnvelope(new ToolResult({ status: "succeeded" }), h.sent.detector[1]),
+  );
+  await invoke("d4");
+  assertEquals(h.answers.length, 2);
+  assertEquals(h.forwarded("detector").invocationId, "d4");
+  assertEquals(h.gateway.stats.unavailable, 1);
+  await h.close();
+});
+
+Deno.test("gateway maxExecutions forgets only finished executions and refuses an invoke when all run", async () => {
+  // Regression: the oldest execution was forgotten even while it ran, so its later events (the
+  // terminal one too) were dropped as forged.
+  const h = new Harness({ maxExecutions: 2 });
+  h.register("detector", "instance-1");
+  const track = (id: string) => context("track", id);
+  const start = async (id: string) => {
+    await h.caller.send(
+      makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), track(id), unresolved(id)),
+    );
+  };
+  const accept = () =>
+    h.provide(
+      "detector",
+      makeInvokeResponseEnvelope(new ToolAccepted({}), h.forwarded("detector")),
+    );
+  const event = (id: string, type: "progress" | "executor_completed", sequence: number) =>
+    h.provide(
+      "detector",
+      makeEventEnvelope(new ToolEvent({ type }), track(id), {
+        endpointInstanceId: "instance-1",
+        sequence,
+      }),
+    );
+  await start("t1");
+  accept();
+  await start("t2");
+  accept();
+  // Both run: a third invoke is refused before it is forwarded.
+  await start("t3");
+  assertEquals(h.sent.detector.filter((m) => m.messageType === "tool.invoke.request").length, 2);
+  assertEquals(h.answers.map((m) => [m.requestId, m.messageType]), [
+    ["t1", "tool.invoke.response"],
+    ["t2", "tool.invoke.response"],
+    ["t3", "tool.error"],
+  ]);
+  assertEquals(errorOf(h.answers[2]), {
+    code: "FORGE_ENDPOINT_CAPACITY",
+    message: "the gateway already routes 2 running executions",
+    retryable: true,
+    details: { max_executions: 2 },
+  });
+  // The oldest still running execution keeps its events, the terminal one included.
+  event("t1", "progress", 0);
+  event("t1", "executor_completed", 1);
+  assertEquals(h.answers.slice(3).map((m) => [m.invocationId, m.payload.type]), [
+    ["t1", "progress"],
+    ["t1", "executor_completed"],
+  ]);
+  // t1 finished: it makes room for t3, and t2 (still running) keeps its events.
+  await start("t3");
+  assertEquals(h.forwarded("detector").invocationId, "t3");
+  accept();
+  event("t2", "executor_completed", 0);
+  assertEquals(h.answers.at(-1)!.invocationId, "t2");
+  assertEquals(h.answers.at(-1)!.payload.type, "executor_completed");
+  assertEquals(h.gateway.stats.dropped, 0, h.logs.join("\n"));
+  assertEquals(h.gateway.stats.unavailable, 1);
+  await h.close();
+});
+
 Deno.test("gateway answers a failed send on the route with a retryable error", async () => {
   const gateway = new ToolGateway({ routes: ROUTES, clock: new FakeClock(), logger: () => {} });
   const registryAnswers: Uint8Array[] = [];
@@ -809,6 +912,7 @@ Deno.test("gateway options name the option and the value received", () => {
   for (
     const [option, value] of [
       ["maxPendingExchanges", 0],
+      ["maxPendingExchangesPerEndpoint", 2.5],
       ["exchangeTimeoutMs", 1.5],
       ["maxExecutions", -1],
       ["maxMessageBytes", 0],

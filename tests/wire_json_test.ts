@@ -777,6 +777,11 @@ Deno.test("payload nesting: depth 64 passes, depth 65 is INVALID_PAYLOAD with th
   );
 });
 
+/** `envelope` with `payload` put in behind the constructor's back (a cast in plain JavaScript). */
+function withPayload(envelope: ToolEnvelope, payload: unknown): ToolEnvelope {
+  return Object.assign(Object.create(ToolEnvelope.prototype), envelope, { payload });
+}
+
 Deno.test("payload nesting is enforced at construction and on encode too", () => {
   // deno-lint-ignore no-explicit-any
   let deep: any = 1;
@@ -803,11 +808,14 @@ Deno.test("payload nesting is enforced at construction and on encode too", () =>
     path: "payload.data" + ".self".repeat(64),
     message: "JSON nesting exceeds 64",
   });
-  // A decoded (unfrozen) payload deepened after decoding is caught by the encoder.
+  // A decoded payload is frozen; one swapped behind the constructor's back is caught by the
+  // encoder.
   const decoded = decodeEnvelope(eventText("{}"));
-  // deno-lint-ignore no-explicit-any
-  (decoded.payload as any).data = deep;
-  assertProtocolError(() => encodeEnvelope(decoded), CODES.INVALID_PAYLOAD, {
+  assertThrows(() => {
+    (decoded.payload as Record<string, unknown>).data = deep;
+  }, TypeError);
+  const forged = withPayload(decoded, { type: "progress", data: deep });
+  assertProtocolError(() => encodeEnvelope(forged), CODES.INVALID_PAYLOAD, {
     path: "payload.data" + ".a".repeat(64),
     message: "JSON nesting exceeds 64",
   });
@@ -1426,13 +1434,12 @@ Deno.test("encoder rejects values outside the interoperable JSON model at their 
       path,
       message,
     });
-    // ... and on encode of a decoded (unfrozen) payload changed afterwards, where the value
-    // is representable in a plain object.
+    // ... and on encode of a payload swapped behind the constructor's back (a decoded payload is
+    // frozen), where the value is representable in a plain object.
     if (value instanceof Map || typeof value === "bigint") continue;
     const decoded = decodeEnvelope(eventText('{"list":[0,1]}'));
-    // deno-lint-ignore no-explicit-any
-    ((decoded.payload.data as any).list as unknown[])[1] = value;
-    assertProtocolError(() => encodeEnvelope(decoded), CODES.INVALID_PAYLOAD, { path, message });
+    const forged = withPayload(decoded, { type: "progress", data: { list: [0, value] } });
+    assertProtocolError(() => encodeEnvelope(forged), CODES.INVALID_PAYLOAD, { path, message });
   }
   // A property set to undefined in an object is unsupported too (not silently dropped).
   assertProtocolError(() => dataEnvelope({ v: undefined }), CODES.INVALID_PAYLOAD, {

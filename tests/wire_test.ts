@@ -10,6 +10,7 @@ import {
 import {
   decodeEnvelope,
   encodeEnvelope,
+  invokeRequestFromEnvelope,
   TOOL_MESSAGE_TYPES,
   ToolEnvelope,
   type ToolEnvelopeInit,
@@ -27,6 +28,7 @@ import {
   unregisterText,
   wireText,
 } from "./_helpers.ts";
+import { parseStrictJsonBytes } from "../src/wire/codec.ts";
 
 const MANAGEMENT_TYPES: readonly ToolMessageType[] = [
   "endpoint.register",
@@ -399,11 +401,17 @@ Deno.test("wire 13: encoder revalidates a payload modified after construction", 
   assertStrictEquals((constructed.payload.arguments as Record<string, unknown>).value, 1);
   encodeEnvelope(constructed);
 
-  // A decoded envelope's payload is not frozen; the encoder re-checks it.
+  // A decoded envelope's payload is frozen too.
   const decoded = decodeEnvelope(encodeEnvelope(constructed));
-  // deno-lint-ignore no-explicit-any
-  (decoded.payload.arguments as any).value = 9007199254740992;
-  assertProtocolError(() => encodeEnvelope(decoded), CODES.INVALID_PAYLOAD, {
+  assertThrows(() => {
+    (decoded.payload.arguments as Record<string, unknown>).value = 9007199254740992;
+  }, TypeError);
+  assertEquals(encodeEnvelope(decoded), encodeEnvelope(constructed));
+  // An envelope whose payload was swapped behind the constructor's back: the encoder re-checks.
+  const forged = Object.assign(Object.create(ToolEnvelope.prototype), constructed, {
+    payload: { arguments: { value: 9007199254740992 }, context: INVOKE_PAYLOAD.context },
+  });
+  assertProtocolError(() => encodeEnvelope(forged), CODES.INVALID_PAYLOAD, {
     path: "payload.arguments.value",
     includes: "interoperable range",
   });
@@ -493,4 +501,54 @@ Deno.test("wire 17: codec enforces a configurable message size limit", () => {
   // The limit is inclusive.
   assertEquals(encodeEnvelope(envelope, { maxMessageBytes: encoded.length }), encoded);
   assertSameEnvelope(decodeEnvelope(encoded, { maxMessageBytes: encoded.length }), envelope);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Decoded payloads are frozen (ToolEnvelope's "copied and frozen" holds for decoded envelopes)
+
+/** The paths of the containers in `value` that are not frozen. */
+function unfrozen(value: unknown, path = "payload"): string[] {
+  if (typeof value !== "object" || value === null) return [];
+  const out = Object.isFrozen(value) ? [] : [path];
+  for (const [key, item] of Object.entries(value)) out.push(...unfrozen(item, `${path}.${key}`));
+  return out;
+}
+
+/** A typical invoke request with `extra` spliced into its arguments' JSON text. */
+function invokeText(extra: string): string {
+  return `{"attempt_id":"a-1","endpoint_id":"vision.yolo","invocation_id":"i-1",` +
+    `"message_type":"tool.invoke.request","operation":"detect","payload":{"arguments":` +
+    `{"classes":["cube",{"shape":[1,2]}],"roi":{"x":1}${extra}},"context":{"implementation_id":` +
+    `"yolo","metadata":{"trace":{"id":"t"}},"tool_id":"forge.tool.detect"}},` +
+    `"protocol":"${PROTOCOL}","request_id":"r-1"}`;
+}
+
+Deno.test("decoded payloads are deeply frozen on the fast path and on the exact path", () => {
+  // Regression: the fast path adopted JSON.parse's objects as they were, mutable.
+  for (const [path, extra] of [["fast", ""], ["exact", ',"ratio":1.0']] as const) {
+    const data = bytes(invokeText(extra));
+    assertEquals(parseStrictJsonBytes(data).normalized, path === "fast", path);
+    const envelope = decodeEnvelope(data);
+    assertEquals(unfrozen(envelope.payload), [], path);
+    assert(Object.isFrozen(envelope.payload), path);
+  }
+});
+
+Deno.test("a decoded payload cannot be changed under the models built from it", () => {
+  // Regression: mutating payload.arguments after decoding changed what the handler built.
+  const envelope = decodeEnvelope(bytes(invokeText("")));
+  const args = envelope.payload.arguments as Record<string, unknown>;
+  // Modules are strict: writing to a frozen object throws.
+  assertThrows(() => {
+    args.roi = { x: 2 };
+  }, TypeError);
+  assertThrows(() => {
+    (args.classes as unknown[]).push("sphere");
+  }, TypeError);
+  assertEquals(invokeRequestFromEnvelope(envelope).request.arguments, {
+    classes: ["cube", { shape: [1, 2] }],
+    roi: { x: 1 },
+  });
+  // Re-encoding gives the bytes decoded.
+  assertEquals(new TextDecoder().decode(encodeEnvelope(envelope)), invokeText(""));
 });

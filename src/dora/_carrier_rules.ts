@@ -13,7 +13,7 @@ import {
   type ToolMessageType,
 } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { copyJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
+import { copyJson, freezeParsedJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
 import { pyRepr } from "../_internal/repr.ts";
 import { isBlank } from "../_internal/text.ts";
 import { parseStrictJsonBytes } from "../wire/codec.ts";
@@ -37,10 +37,10 @@ const COLUMN = {
 } as const;
 
 const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-// Container levels of payload_json up to which the fast path's result is adopted: the object
-// itself is level 1 (depth 0), so level 64 holds values at depth 64 at most. Deeper documents
-// take the exact walk, which decides.
-const MAX_ADOPTED_LEVEL = MAX_JSON_DEPTH;
+// The height (deepest nesting below the object, see freezeParsedJson) up to which the fast path's
+// result is adopted: every value at depth 64 at most. Deeper documents take the exact walk, which
+// decides.
+const MAX_ADOPTED_HEIGHT = MAX_JSON_DEPTH;
 
 /** @internal A `FORGE_PROTOCOL_INVALID_MESSAGE` error with the message and path given. */
 export function invalid(message: string, path?: string): ToolProtocolError {
@@ -124,27 +124,6 @@ function requiredUtf8(range: Utf8Range | undefined, name: string): string {
 
 const MAX_SEQUENCE = BigInt(MAX_SAFE_JSON_INTEGER);
 
-/**
- * True when the container nesting of a parsed JSON value passes `limit` levels (the value itself
- * is level 1). Walks containers only; for a document without duplicate keys this is the nesting
- * of its text.
- */
-function nestingExceeds(value: object, limit: number): boolean {
-  if (limit === 0) return true;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const item = value[i];
-      if (typeof item === "object" && item !== null && nestingExceeds(item, limit - 1)) return true;
-    }
-    return false;
-  }
-  for (const key in value) {
-    const item = (value as Record<string, unknown>)[key];
-    if (typeof item === "object" && item !== null && nestingExceeds(item, limit - 1)) return true;
-  }
-  return false;
-}
-
 /** Parses `payload_json` strictly into a JSON object (the carrier's rule 6). */
 function parsePayloadJson(
   bytes: Uint8Array,
@@ -184,7 +163,8 @@ function parsePayloadJson(
   // (the strict decoder sends those to the exact path), and every other token is written at most
   // as long as it is read (fewest escapes, fewest digits, no whitespace): the payload's compact
   // encoding is no longer than payload_json.
-  if (parsed.normalized && !nestingExceeds(value, MAX_ADOPTED_LEVEL)) {
+  // The walk that freezes the fast path's value in place measures its height too.
+  if (parsed.normalized && freezeParsedJson(value) <= MAX_ADOPTED_HEIGHT) {
     return { payload: value as JsonObject, narrow: true };
   }
   try {

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import {
   type EndpointStatus,
   ToolControlResponse,
@@ -19,7 +19,10 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
-import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  TERMINAL_EXECUTION_PHASE_VALUES,
+} from "../endpoint/constants.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
 import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import {
@@ -48,6 +51,7 @@ import type { ToolEndpointNodeLogger, ToolEndpointNodeLogLevel } from "./runner.
 import { logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { DoraTransport } from "./transport.ts";
 import type { ToolClientTransport } from "../client/transport.ts";
+import { ToolCallError } from "../client/errors.ts";
 
 /** Sends Arrow IPC bytes (one ToolMessage) toward the provider on one route. */
 export type ToolGatewayRouteSender = (bytes: Uint8Array) => void | Promise<void>;
@@ -100,15 +104,28 @@ export interface ToolGatewayOptions {
    */
   readonly exchangeTimeoutMs?: number;
   /**
-   * How many forwarded requests may wait for an answer at once; beyond it a request is answered
-   * with a retryable `FORGE_ENDPOINT_CAPACITY` error.
+   * How many forwarded requests may wait for an answer at once, over every route; beyond it a
+   * request is answered with a retryable `FORGE_ENDPOINT_CAPACITY` error.
    *
    * @default {1024}
    */
   readonly maxPendingExchanges?: number;
   /**
+   * How many forwarded requests for one endpoint (one route) may wait for an answer at once;
+   * beyond it a request for that endpoint is answered with a retryable `FORGE_ENDPOINT_CAPACITY`
+   * error, while the other endpoints keep their own share of `maxPendingExchanges` (a slow
+   * provider cannot make every other endpoint answer capacity errors).
+   *
+   * @default {256}
+   */
+  readonly maxPendingExchangesPerEndpoint?: number;
+  /**
    * How many routed executions the gateway remembers (which instance runs them, who receives
-   * their events), oldest forgotten first.
+   * their events). When the table is full, the oldest finished execution is forgotten (its
+   * invoke answered with a result or a rejection, or its terminal event, result or terminal
+   * status seen; an invoke that got no answer, and an execution of an instance that is no longer
+   * registered, count as finished); when every remembered execution is still running, a new
+   * invoke is answered with a retryable `FORGE_ENDPOINT_CAPACITY` error.
    *
    * @default {4096}
    */
@@ -198,6 +215,39 @@ interface ExecutionRecord {
   caller: Caller | undefined;
   /** Set once the instance was replaced: the outcome every later request gets. */
   unknown: ToolError | undefined;
+  /**
+   * Set once the execution is known to be over (or its invoke went unanswered): the record may
+   * be forgotten to make room (see `maxExecutions`).
+   */
+  finished: boolean;
+}
+
+const TERMINAL_EVENT_TYPES: ReadonlySet<unknown> = new Set([
+  "executor_completed",
+  "executor_failed",
+  "cancelled",
+  "stopped",
+]);
+
+const TERMINAL_PHASES: ReadonlySet<unknown> = new Set(TERMINAL_EXECUTION_PHASE_VALUES);
+
+/** True when a validated answer says its execution is over. */
+function answerEndsExecution(response: ToolEnvelope): boolean {
+  const payload = response.payload as Record<string, unknown>;
+  switch (response.messageType) {
+    case "tool.error":
+      return true;
+    case "tool.invoke.response":
+      return payload.outcome !== "accepted";
+    case "tool.status.response":
+      return TERMINAL_PHASES.has((payload.status as Record<string, unknown>).phase);
+    case "tool.result.response":
+      return payload.status === "available";
+    case "tool.control.response":
+      return (payload.response as Record<string, unknown>).status === "terminal";
+    default:
+      return false;
+  }
 }
 
 function executionKey(endpointId: string, invocationId?: string, attemptId?: string): string {
@@ -293,6 +343,8 @@ export class ToolGateway {
   readonly #endpointOf: ReadonlyMap<string, string>;
   readonly #links = new Map<string, ToolGatewayRouteSender>();
   readonly #pending = new Map<string, PendingExchange>();
+  /** route id -> how many of `#pending` wait on it. */
+  readonly #pendingOnRoute = new Map<string, number>();
   readonly #executions = new Map<string, ExecutionRecord>();
   readonly #health = new Map<string, EndpointStatus>();
   readonly #callers = new Set<Caller>();
@@ -302,6 +354,7 @@ export class ToolGateway {
   readonly #maxMessageBytes: number | undefined;
   readonly #exchangeTimeoutMs: number;
   readonly #maxPending: number;
+  readonly #maxPendingPerEndpoint: number;
   readonly #maxExecutions: number;
   readonly #stats = {
     forwarded: 0,
@@ -350,6 +403,12 @@ export class ToolGateway {
       "maxPendingExchanges",
       options.maxPendingExchanges ?? undefined,
       1024,
+    );
+    this.#maxPendingPerEndpoint = positiveIntegerOption(
+      CREATE_GATEWAY,
+      "maxPendingExchangesPerEndpoint",
+      options.maxPendingExchangesPerEndpoint ?? undefined,
+      256,
     );
     this.#maxExecutions = positiveIntegerOption(
       CREATE_GATEWAY,
@@ -401,13 +460,14 @@ export class ToolGateway {
   }
 
   /**
-   * The current instance of `endpointId`; throws a {@linkcode ToolEndpointError}
-   * `FORGE_ENDPOINT_UNAVAILABLE` (retryable) when it has none.
+   * The current instance of `endpointId`; throws a {@linkcode ToolCallError} (a
+   * `ToolEndpointError`) `FORGE_ENDPOINT_UNAVAILABLE`, retryable, of kind `"error"`
+   * when it has none: the error the gateway answers a request for that endpoint with.
    */
   resolveInstance(endpointId: string): string {
     const record = this.#registry.lookup(endpointId);
     if (record !== undefined) return record.endpointInstanceId;
-    throw new ToolEndpointError(this.#unavailableError(endpointId));
+    throw new ToolCallError(this.#unavailableError(endpointId), "error");
   }
 
   /**
@@ -519,7 +579,15 @@ export class ToolGateway {
         if (caller.deliver !== undefined) throw new Error("this caller is already connected");
         caller.deliver = deliver;
       },
-      resolveInstance: (endpointId) => this.resolveInstance(endpointId),
+      resolveInstance: (endpointId) => {
+        try {
+          return this.resolveInstance(endpointId);
+        } catch (error) {
+          // The client rejects the call with this error before sending anything.
+          this.#stats.unavailable += 1;
+          throw error;
+        }
+      },
       close: () => this.#closeCaller(caller),
     };
   }
@@ -609,6 +677,7 @@ export class ToolGateway {
           instanceId: target,
           caller: record?.caller,
           unknown: error,
+          finished: true,
         });
         this.#answerUnknown(caller, request, error);
       }
@@ -624,18 +693,33 @@ export class ToolGateway {
       return;
     }
     if (this.#pending.size >= this.#maxPending) {
-      this.#stats.unavailable += 1;
-      this.#deliver(
+      this.#answerCapacity(
         caller,
-        makeErrorResponseEnvelope(
-          new ToolError({
-            code: ToolErrorCodes.ENDPOINT_CAPACITY,
-            message: `the gateway already waits for ${this.#maxPending} answers`,
-            retryable: true,
-            details: { max_pending_exchanges: this.#maxPending },
-          }),
-          request,
-        ),
+        request,
+        `the gateway already waits for ${this.#maxPending} answers`,
+        { max_pending_exchanges: this.#maxPending },
+      );
+      return;
+    }
+    const pendingOnRoute = this.#pendingOnRoute.get(routeId) ?? 0;
+    if (pendingOnRoute >= this.#maxPendingPerEndpoint) {
+      this.#answerCapacity(
+        caller,
+        request,
+        `the gateway already waits for ${pendingOnRoute} answers of endpoint '${endpointId}'`,
+        {
+          endpoint_id: endpointId,
+          max_pending_exchanges_per_endpoint: this.#maxPendingPerEndpoint,
+        },
+      );
+      return;
+    }
+    if (invoke && !this.#executions.has(key) && !this.#makeRoomForExecution()) {
+      this.#answerCapacity(
+        caller,
+        request,
+        `the gateway already routes ${this.#executions.size} running executions`,
+        { max_executions: this.#maxExecutions },
       );
       return;
     }
@@ -658,7 +742,8 @@ export class ToolGateway {
     const timer = this.#clock.setTimeout(() => {
       const exchange = this.#pending.get(exchangeId);
       if (exchange === undefined) return;
-      this.#pending.delete(exchangeId);
+      this.#forget(exchangeId, exchange);
+      this.#invokeUnanswered(exchange);
       this.#log(
         "warn",
         "gateway.no_answer",
@@ -675,7 +760,16 @@ export class ToolGateway {
       instanceId: target,
       timer,
     });
-    if (invoke) this.#remember(key, { routeId, instanceId: target, caller, unknown: undefined });
+    this.#pendingOnRoute.set(routeId, pendingOnRoute + 1);
+    if (invoke) {
+      this.#remember(key, {
+        routeId,
+        instanceId: target,
+        caller,
+        unknown: undefined,
+        finished: false,
+      });
+    }
     this.#stats.forwarded += 1;
     try {
       await send(bytes);
@@ -688,6 +782,7 @@ export class ToolGateway {
       );
       if (exchange !== undefined) {
         this.#settle(exchangeId, exchange);
+        this.#invokeUnanswered(exchange);
         this.#answerUnavailable(
           caller,
           request,
@@ -697,19 +792,55 @@ export class ToolGateway {
     }
   }
 
+  /**
+   * Records `key`'s execution (the latest record last). A new key needs room: without any (every
+   * remembered execution still running) a record that only holds an `unknown` outcome is not
+   * kept; an invoke never gets here without room (see #makeRoomForExecution).
+   */
   #remember(key: string, record: ExecutionRecord): void {
-    this.#executions.delete(key);
+    if (!this.#executions.delete(key) && !this.#makeRoomForExecution()) return;
     this.#executions.set(key, record);
-    if (this.#executions.size > this.#maxExecutions) {
-      this.#executions.delete(this.#executions.keys().next().value!);
+  }
+
+  /**
+   * True when the execution table can take one more record, after forgetting the oldest
+   * finished one when it is full; false when every remembered execution is still running.
+   */
+  #makeRoomForExecution(): boolean {
+    if (this.#executions.size < this.#maxExecutions) return true;
+    for (const [key, record] of this.#executions) {
+      if (
+        record.finished || record.unknown !== undefined ||
+        this.#registry.lookup(this.#endpointOf.get(record.routeId)!)?.endpointInstanceId !==
+          record.instanceId
+      ) {
+        this.#executions.delete(key);
+        return true;
+      }
     }
+    return false;
+  }
+
+  /** Marks the execution of an invoke exchange finished when it ended without an answer. */
+  #invokeUnanswered(exchange: PendingExchange): void {
+    if (exchange.request.messageType !== "tool.invoke.request") return;
+    const record = this.#executions.get(
+      executionKey(
+        exchange.request.endpointId,
+        exchange.request.invocationId,
+        exchange.request.attemptId,
+      ),
+    );
+    if (record !== undefined && record.instanceId === exchange.instanceId) record.finished = true;
   }
 
   #closeCaller(caller: Caller): void {
     caller.closed = true;
     this.#callers.delete(caller);
     for (const [id, exchange] of [...this.#pending]) {
-      if (exchange.caller === caller) this.#settle(id, exchange);
+      if (exchange.caller !== caller) continue;
+      this.#settle(id, exchange);
+      this.#invokeUnanswered(exchange);
     }
     for (const record of this.#executions.values()) {
       if (record.caller === caller) record.caller = undefined;
@@ -775,6 +906,7 @@ export class ToolGateway {
       this.#drop(`${describe(event)} is not of an execution route '${routeId}' runs`);
       return;
     }
+    if (TERMINAL_EVENT_TYPES.has(event.payload.type)) record.finished = true;
     if (record.caller === undefined || record.caller.closed) {
       this.#log("debug", "gateway.caller_gone", `${describe(event)} dropped: its caller closed`);
       return;
@@ -798,6 +930,15 @@ export class ToolGateway {
       return;
     }
     this.#settle(response.requestId!, exchange);
+    if (answerEndsExecution(response)) {
+      const request = exchange.request;
+      const record = this.#executions.get(
+        executionKey(request.endpointId, request.invocationId, request.attemptId),
+      );
+      if (record !== undefined && record.instanceId === exchange.instanceId) {
+        record.finished = true;
+      }
+    }
     this.#stats.answered += 1;
     this.#deliver(
       exchange.caller,
@@ -828,6 +969,7 @@ export class ToolGateway {
         continue;
       }
       this.#settle(id, exchange);
+      this.#invokeUnanswered(exchange);
       if (replaced !== undefined) {
         this.#answerUnknown(exchange.caller, exchange.request, replaced);
       } else {
@@ -931,8 +1073,37 @@ export class ToolGateway {
   }
 
   #settle(id: string, exchange: PendingExchange): void {
-    this.#pending.delete(id);
+    this.#forget(id, exchange);
     this.#clock.clearTimeout(exchange.timer);
+  }
+
+  /** Removes a waiting exchange (its timer fired or is being cleared). */
+  #forget(id: string, exchange: PendingExchange): void {
+    if (!this.#pending.delete(id)) return;
+    const left = (this.#pendingOnRoute.get(exchange.routeId) ?? 1) - 1;
+    if (left === 0) this.#pendingOnRoute.delete(exchange.routeId);
+    else this.#pendingOnRoute.set(exchange.routeId, left);
+  }
+
+  #answerCapacity(
+    caller: Caller,
+    request: ToolEnvelope,
+    message: string,
+    details: Record<string, unknown>,
+  ): void {
+    this.#stats.unavailable += 1;
+    this.#deliver(
+      caller,
+      makeErrorResponseEnvelope(
+        new ToolError({
+          code: ToolErrorCodes.ENDPOINT_CAPACITY,
+          message,
+          retryable: true,
+          details,
+        }),
+        request,
+      ),
+    );
   }
 
   #deliver(caller: Caller, message: ToolEnvelope): void {

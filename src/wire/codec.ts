@@ -7,7 +7,12 @@
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { positiveIntegerOption } from "../_internal/options.ts";
-import { compareCodePoints, isFloatMember, isPlainObject } from "../_internal/json.ts";
+import {
+  compareCodePoints,
+  freezeParsedJson,
+  isFloatMember,
+  isPlainObject,
+} from "../_internal/json.ts";
 import { encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
 import { envelopeFromDecoded, ToolEnvelope, type ToolEnvelopeInit } from "./envelope.ts";
@@ -349,10 +354,14 @@ export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvel
     endpointInstanceId === null || operation === null || sequence === null ||
     (endpointInstanceId === undefined && headerRowOf(messageType).endpointInstanceId === "required")
   ) checkEnvelopeFields(value);
+  // The fast path's payload is adopted as it is, frozen in place here (one walk: a copy would
+  // cost more); the exact path's is copied, and so frozen, by the constructor.
+  const payload = value.payload;
+  if (normalized && typeof payload === "object" && payload !== null) freezeParsedJson(payload);
   const init = {
     protocol: value.protocol ?? null,
     messageType,
-    payload: value.payload ?? null,
+    payload: payload ?? null,
     requestId,
     invocationId,
     attemptId,

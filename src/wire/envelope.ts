@@ -103,7 +103,7 @@ function checkHeader(value: unknown, field: string, scalar: boolean): string {
 
 /**
  * @internal How a decoded payload is taken: `"checked"` when the strict decoder's fast path
- * proved it interoperable (adopted as it is) and every header string was decoded from UTF-8
+ * proved it interoperable (adopted as it is, already deeply frozen by the decoder) and every header string was decoded from UTF-8
  * without escapes (so holds no lone surrogate), `"decoded"` when it still needs the walk but its
  * integer tokens were already range-checked (a float token such as `1e300` stays valid).
  */
@@ -135,7 +135,9 @@ const typedMark: { read: (envelope: ToolEnvelope) => boolean } = { read: () => f
  *
  * Construction checks the generic rules only; {@linkcode validateMessageEnvelope} checks the
  * typed payload. Every violation is a {@linkcode ToolProtocolError} with the reference's code
- * and the failing field as its path. The payload is copied into a frozen JSON value.
+ * and the failing field as its path. The payload is copied into a frozen JSON value (a
+ * decoded envelope's payload is frozen in place, deeply, by the decoder), so no later change
+ * reaches the models built from it.
  *
  * @example
  * ```ts
