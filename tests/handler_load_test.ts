@@ -5,13 +5,11 @@
 import { assert, assertEquals, assertInstanceOf, assertStrictEquals } from "@std/assert";
 import { deadline, delay } from "@std/async";
 import {
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   type ToolCallOptions,
   ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
-  type ToolEnvelope,
   ToolError,
   ToolEvent,
   type ToolEventEmitter,
@@ -20,6 +18,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import { TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope } from "../wire.ts";
 import {
   acceptedOutcome,
   checkProtocolError,

@@ -13,19 +13,18 @@ import {
   Struct,
   vectorFromArray,
 } from "apache-arrow";
+import { ToolEndpointError, ToolError } from "../mod.ts";
 import {
   decodeEnvelope,
   endpointDescriptorFromPayload,
   TOOL_MESSAGE_TYPE_VALUES,
   TOOL_MESSAGE_TYPES,
-  ToolEndpointError,
   ToolEnvelope,
   type ToolEnvelopeInit,
-  ToolError,
   type ToolMessageType,
   ToolProtocolError,
   toolResultFromPayload,
-} from "../mod.ts";
+} from "../wire.ts";
 import { TOOL_MESSAGE_SCHEMA, toolEnvelopeToMessage, toolMessageToEnvelope } from "../dora.ts";
 import {
   encodeJson,

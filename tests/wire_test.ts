@@ -15,7 +15,7 @@ import {
   type ToolEnvelopeInit,
   type ToolMessageType,
   ToolProtocolError,
-} from "../mod.ts";
+} from "../wire.ts";
 import {
   assertProtocolError,
   bytes,

@@ -169,16 +169,8 @@ interface OutputCodec<T> {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import {
- *   makeInvokeRequestEnvelope,
- *   ToolContext,
- *   ToolEndpointDescriptor,
- *   ToolEndpointHandler,
- *   ToolExecutionKey,
- *   ToolOperationDescriptor,
- *   ToolRequest,
- *   ToolResult,
- * } from "@forge/tool";
+ * import { ToolContext, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolOperationDescriptor, ToolRequest, ToolResult } from "@forge/tool";
+ * import { makeInvokeRequestEnvelope } from "@forge/tool/wire";
  * import {
  *   DoraToolEndpointBinding,
  *   toolEnvelopeToMessage,
@@ -544,16 +536,8 @@ export class DoraToolEndpointBinding {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import {
-   *   makeInvokeRequestEnvelope,
-   *   ToolContext,
-   *   ToolEndpointDescriptor,
-   *   ToolEndpointHandler,
-   *   ToolExecutionKey,
-   *   ToolOperationDescriptor,
-   *   ToolRequest,
-   *   ToolResult,
-   * } from "@forge/tool";
+   * import { ToolContext, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolOperationDescriptor, ToolRequest, ToolResult } from "@forge/tool";
+   * import { makeInvokeRequestEnvelope } from "@forge/tool/wire";
    * import {
    *   decodeToolEnvelopeIpc,
    *   DoraToolEndpointBinding,

@@ -230,14 +230,8 @@ export class DoraToolClientTransport implements ToolClientTransport {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import {
- *   TOOL_ENDPOINT_PROTOCOL,
- *   ToolEndpointClient,
- *   ToolEndpointDescriptor,
- *   ToolEndpointHandler,
- *   ToolOperationDescriptor,
- *   ToolResult,
- * } from "@forge/tool";
+ * import { ToolEndpointClient, ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * import { LoopbackDataflow, LoopbackToolClientTransport, serveToolEndpoint } from "@forge/tool/dora";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({

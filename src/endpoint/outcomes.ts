@@ -477,7 +477,8 @@ export class ToolExecutionStatus {
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { ToolExecutionStatus, ToolResult, validateExecutionResult } from "@forge/tool";
+ * import { ToolExecutionStatus, ToolResult } from "@forge/tool";
+ * import { validateExecutionResult } from "./outcomes.ts";
  * validateExecutionResult(
  *   new ToolExecutionStatus({ phase: "completed" }),
  *   new ToolResult({ status: "succeeded" }),

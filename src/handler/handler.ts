@@ -291,17 +291,8 @@ function notARequest(messageType: string): ToolProtocolError {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import {
- *   makeInvokeRequestEnvelope,
- *   TOOL_ENDPOINT_PROTOCOL,
- *   ToolContext,
- *   ToolEndpointDescriptor,
- *   ToolEndpointHandler,
- *   ToolExecutionKey,
- *   ToolOperationDescriptor,
- *   ToolRequest,
- *   ToolResult,
- * } from "@forge/tool";
+ * import { ToolContext, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolOperationDescriptor, ToolRequest, ToolResult } from "@forge/tool";
+ * import { makeInvokeRequestEnvelope, TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -682,13 +673,8 @@ export class ToolEndpointHandler {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import {
-   *   ToolEndpointDescriptor,
-   *   ToolEndpointHandler,
-   *   ToolOperationDescriptor,
-   *   ToolProtocolError,
-   *   ToolResult,
-   * } from "@forge/tool";
+   * import { ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+   * import { ToolProtocolError } from "@forge/tool/wire";
    * const handler = new ToolEndpointHandler(
    *   new ToolEndpointDescriptor({
    *     protocolVersion: "forge.tool.endpoint/v1alpha1",
@@ -957,22 +943,8 @@ export class ToolEndpointHandler {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import {
-   *   makeInvokeRequestEnvelope,
-   *   makeResultRequestEnvelope,
-   *   resultResponseFromPayload,
-   *   TOOL_ENDPOINT_PROTOCOL,
-   *   ToolAccepted,
-   *   ToolContext,
-   *   ToolControlResponse,
-   *   ToolEndpointDescriptor,
-   *   ToolEndpointHandler,
-   *   ToolExecutionKey,
-   *   ToolExecutionStatus,
-   *   ToolOperationDescriptor,
-   *   ToolRequest,
-   *   ToolResultResponse,
-   * } from "@forge/tool";
+   * import { ToolAccepted, ToolContext, ToolControlResponse, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolExecutionStatus, ToolOperationDescriptor, ToolRequest, ToolResultResponse } from "@forge/tool";
+   * import { makeInvokeRequestEnvelope, makeResultRequestEnvelope, resultResponseFromPayload, TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
    * let aborted = false;
    * const handler = new ToolEndpointHandler(
    *   new ToolEndpointDescriptor({

@@ -103,14 +103,9 @@ export function endpointStateOf(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import {
- *   EndpointHealthReporter,
- *   TOOL_ENDPOINT_PROTOCOL,
- *   ToolEndpointDescriptor,
- *   ToolEndpointHandler,
- *   ToolOperationDescriptor,
- *   ToolResult,
- * } from "@forge/tool";
+ * import { ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
+ * import { EndpointHealthReporter } from "@forge/tool/node";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
