@@ -1,23 +1,49 @@
 /**
- * Forge ToolEndpoint contracts and the logical Wire protocol `forge.tool.endpoint/v1alpha1` for
- * Deno: models and descriptors, the provider SPI (Query, Action, Session), the strict Wire codec,
- * message factories and correlation checks, and the transport-independent endpoint handler.
+ * Forge ToolEndpoint for Deno, for providers and callers of `forge.tool.endpoint/v1alpha1`:
+ * `defineQuery`, `defineAction`, `defineSession` and `defineEndpoint` to write a provider, the
+ * transport-independent `ToolEndpointHandler` and its provider SPI, the `ToolEndpointClient` with
+ * its in-process transport, the models and errors they hand over, and the logger.
  *
- * This entry imports no npm package and touches no FFI; the Dora bridge lives in `./dora`.
+ * The Wire itself (envelopes, codec, factories, payload adapters, protocol constants, init
+ * shapes) is `@forge/tool/wire`; running a node (registration, health, Registry, clocks,
+ * metrics, tracing) is `@forge/tool/node`; the router is `@forge/tool/gateway`; the Dora bridge
+ * is `@forge/tool/dora`. This entry imports no npm package and touches no FFI.
  *
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { decodeEnvelope, encodeEnvelope, ToolEnvelope } from "@forge/tool/wire";
- * const bytes = encodeEnvelope(
- *   new ToolEnvelope({
- *     messageType: "endpoint.unregister",
- *     requestId: "unregister-1",
- *     endpointId: "vision.yolo",
- *     endpointInstanceId: "instance-1",
- *   }),
- * );
- * assertEquals(decodeEnvelope(bytes).requestId, "unregister-1");
+ * import {
+ *   defineEndpoint,
+ *   defineQuery,
+ *   InProcessToolClientTransport,
+ *   jsonSchema,
+ *   ToolEndpointClient,
+ * } from "@forge/tool";
+ * const arm = defineEndpoint({
+ *   endpointId: "robot.arm",
+ *   operations: {
+ *     position: defineQuery(
+ *       {
+ *         arguments: jsonSchema<{ joint: number }>({
+ *           type: "object",
+ *           properties: { joint: { type: "integer" } },
+ *           required: ["joint"],
+ *         }),
+ *       },
+ *       ({ joint }) => ({ angle: joint * 10 }),
+ *     ),
+ *   },
+ * });
+ * const handler = arm.createHandler({ endpointInstanceId: "arm-1" });
+ * const client = new ToolEndpointClient({
+ *   transport: new InProcessToolClientTransport(handler),
+ *   endpointId: "robot.arm",
+ *   descriptor: arm.descriptor,
+ * });
+ * const result = await client.query("position", { joint: 3 });
+ * assertEquals([result.status, result.outputs], ["succeeded", { angle: 30 }]);
+ * await client.close();
+ * await handler.close();
  * ```
  *
  * @module

@@ -125,6 +125,74 @@ Deno.test("structure: no run-time import cycle among the modules of src/", async
   assertEquals(cycles, []);
 });
 
+const ENTRY_POINTS = ["mod.ts", "wire.ts", "node.ts", "gateway.ts", "dora.ts"] as const;
+const ROOT = new URL("../", import.meta.url);
+
+/** The JSON that `deno <args>` prints (doc --json, info --json). */
+async function denoJson(...args: string[]): Promise<Record<string, unknown>> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  assert(output.success, `deno ${args.join(" ")} failed`);
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+/** The names an entry point exports, as `deno doc --json` lists them. */
+async function exportedNames(entry: string): Promise<string[]> {
+  const doc = await denoJson("doc", "--json", entry);
+  const [module] = Object.values(doc.nodes as Record<string, { symbols: { name: string }[] }>);
+  return module.symbols.map((symbol) => symbol.name).sort();
+}
+
+Deno.test("entry points: @forge/tool exports at most 60 names, and no name is exported twice", async () => {
+  const owners = new Map<string, string[]>();
+  const counts: Record<string, number> = {};
+  for (const entry of ENTRY_POINTS) {
+    const names = await exportedNames(entry);
+    counts[entry] = names.length;
+    for (const name of names) owners.set(name, [...owners.get(name) ?? [], entry]);
+  }
+  assert(counts["mod.ts"] <= 60, `mod.ts exports ${counts["mod.ts"]} names`);
+  const twice = [...owners].filter(([, entries]) => entries.length > 1);
+  assertEquals(twice, []);
+  // The binding's "already checked" path and the envelope's skip-validation mode stay internal.
+  for (
+    const internal of [
+      "InvokeRequestFields",
+      "checkInvokeRequestEnvelope",
+      "invokeRequestFromFields",
+      "typedFactoryEnvelope",
+      "checkTypedEnvelope",
+      "validateExecutionResult",
+    ]
+  ) {
+    assertEquals(owners.get(internal), undefined, internal);
+  }
+});
+
+Deno.test("entry points: explicit export lists, no `export *` and no tracker comments", async () => {
+  for (const entry of ENTRY_POINTS) {
+    const source = await Deno.readTextFile(new URL(entry, ROOT));
+    assertEquals(source.match(/^export (type )?\*/gm), null, entry);
+    assertEquals(source.match(/^\/\/ ---/gm), null, entry);
+  }
+});
+
+Deno.test("entry points: mod.ts, wire.ts and node.ts reach no npm package and no Deno.dlopen", async () => {
+  for (const entry of ["mod.ts", "wire.ts", "node.ts"]) {
+    const info = await denoJson("info", "--json", entry);
+    const modules = (info.modules as { specifier: string }[]).map((module) => module.specifier);
+    assertEquals(modules.filter((specifier) => !specifier.startsWith(ROOT.href)), [], entry);
+    for (const specifier of modules) {
+      const source = await Deno.readTextFile(new URL(specifier));
+      assert(!source.includes("Deno.dlopen"), `${entry} reaches Deno.dlopen in ${specifier}`);
+    }
+  }
+});
+
 Deno.test("structure: the module-level mutable state left is the listed, explained set", async () => {
   // Module state is a `let`/`var`, a weak collection (a memo keyed by objects), or a `const`
   // record declared with an object type (a memo whose fields are reassigned). The strict
