@@ -444,7 +444,14 @@ Deno.test({
     try {
       const bundle = `${dir}/mod.mjs`;
       const bundled = await new Deno.Command(Deno.execPath(), {
-        args: ["bundle", "--quiet", "--platform=node", "-o", bundle, "mod.ts"],
+        args: [
+          "bundle",
+          "--quiet",
+          "--platform=node",
+          "-o",
+          bundle,
+          "tests/fixtures/node/mod_and_wire.ts",
+        ],
         cwd: new URL("..", import.meta.url).pathname,
       }).output();
       assert(bundled.success, new TextDecoder().decode(bundled.stderr));

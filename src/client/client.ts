@@ -433,7 +433,14 @@ function endCommand(semantics: "action" | "session"): ToolControlCommand {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { InProcessToolClientTransport, ToolEndpointClient, ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import {
+ *   InProcessToolClientTransport,
+ *   ToolEndpointClient,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * const descriptor = new ToolEndpointDescriptor({
  *   protocolVersion: TOOL_ENDPOINT_PROTOCOL,

@@ -21,7 +21,13 @@ import { optionMessage } from "../_internal/options.ts";
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { InProcessToolClientTransport, ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import {
+ *   InProcessToolClientTransport,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({

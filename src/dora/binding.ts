@@ -169,7 +169,15 @@ interface OutputCodec<T> {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolContext, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolOperationDescriptor, ToolRequest, ToolResult } from "@forge/tool";
+ * import {
+ *   ToolContext,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolExecutionKey,
+ *   ToolOperationDescriptor,
+ *   ToolRequest,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { makeInvokeRequestEnvelope } from "@forge/tool/wire";
  * import {
  *   DoraToolEndpointBinding,
@@ -536,7 +544,15 @@ export class DoraToolEndpointBinding {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import { ToolContext, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolOperationDescriptor, ToolRequest, ToolResult } from "@forge/tool";
+   * import {
+   *   ToolContext,
+   *   ToolEndpointDescriptor,
+   *   ToolEndpointHandler,
+   *   ToolExecutionKey,
+   *   ToolOperationDescriptor,
+   *   ToolRequest,
+   *   ToolResult,
+   * } from "@forge/tool";
    * import { makeInvokeRequestEnvelope } from "@forge/tool/wire";
    * import {
    *   decodeToolEnvelopeIpc,

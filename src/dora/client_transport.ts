@@ -230,9 +230,19 @@ export class DoraToolClientTransport implements ToolClientTransport {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEndpointClient, ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import {
+ *   ToolEndpointClient,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
- * import { LoopbackDataflow, LoopbackToolClientTransport, serveToolEndpoint } from "@forge/tool/dora";
+ * import {
+ *   LoopbackDataflow,
+ *   LoopbackToolClientTransport,
+ *   serveToolEndpoint,
+ * } from "@forge/tool/dora";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,

@@ -93,7 +93,12 @@ export type ServeLifecycleSettings = Omit<
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import {
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * import { LoopbackDataflow, serveToolEndpoint } from "@forge/tool/dora";
  * const handler = new ToolEndpointHandler(

@@ -291,7 +291,15 @@ function notARequest(messageType: string): ToolProtocolError {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolContext, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolOperationDescriptor, ToolRequest, ToolResult } from "@forge/tool";
+ * import {
+ *   ToolContext,
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolExecutionKey,
+ *   ToolOperationDescriptor,
+ *   ToolRequest,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { makeInvokeRequestEnvelope, TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
@@ -673,7 +681,12 @@ export class ToolEndpointHandler {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import { ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+   * import {
+   *   ToolEndpointDescriptor,
+   *   ToolEndpointHandler,
+   *   ToolOperationDescriptor,
+   *   ToolResult,
+   * } from "@forge/tool";
    * import { ToolProtocolError } from "@forge/tool/wire";
    * const handler = new ToolEndpointHandler(
    *   new ToolEndpointDescriptor({
@@ -943,8 +956,24 @@ export class ToolEndpointHandler {
    * @example
    * ```ts
    * import { assertEquals } from "@std/assert";
-   * import { ToolAccepted, ToolContext, ToolControlResponse, ToolEndpointDescriptor, ToolEndpointHandler, ToolExecutionKey, ToolExecutionStatus, ToolOperationDescriptor, ToolRequest, ToolResultResponse } from "@forge/tool";
-   * import { makeInvokeRequestEnvelope, makeResultRequestEnvelope, resultResponseFromPayload, TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
+   * import {
+   *   ToolAccepted,
+   *   ToolContext,
+   *   ToolControlResponse,
+   *   ToolEndpointDescriptor,
+   *   ToolEndpointHandler,
+   *   ToolExecutionKey,
+   *   ToolExecutionStatus,
+   *   ToolOperationDescriptor,
+   *   ToolRequest,
+   *   ToolResultResponse,
+   * } from "@forge/tool";
+   * import {
+   *   makeInvokeRequestEnvelope,
+   *   makeResultRequestEnvelope,
+   *   resultResponseFromPayload,
+   *   TOOL_ENDPOINT_PROTOCOL,
+   * } from "@forge/tool/wire";
    * let aborted = false;
    * const handler = new ToolEndpointHandler(
    *   new ToolEndpointDescriptor({

@@ -103,7 +103,12 @@ export function endpointStateOf(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import {
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * import { EndpointHealthReporter } from "@forge/tool/node";
  * const handler = new ToolEndpointHandler(

@@ -98,9 +98,18 @@ export interface EndpointNodeLifecycleOptions {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEndpointDescriptor, ToolEndpointHandler, ToolOperationDescriptor, ToolResult } from "@forge/tool";
+ * import {
+ *   ToolEndpointDescriptor,
+ *   ToolEndpointHandler,
+ *   ToolOperationDescriptor,
+ *   ToolResult,
+ * } from "@forge/tool";
  * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
- * import { EndpointNodeLifecycle, EndpointRegistry, newEndpointInstanceId } from "@forge/tool/node";
+ * import {
+ *   EndpointNodeLifecycle,
+ *   EndpointRegistry,
+ *   newEndpointInstanceId,
+ * } from "@forge/tool/node";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
