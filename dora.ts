@@ -5,7 +5,7 @@
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool";
+ * import { ToolEnvelope } from "@forge/tool/wire";
  * import {
  *   decodeToolMessageIpc,
  *   encodeToolMessageIpc,
@@ -26,9 +26,6 @@
  *
  * @module
  */
-export { TOOL_ENDPOINT_PROTOCOL } from "./src/endpoint/constants.ts";
-
-// --- Dora: the ToolMessage carrier, IPC framing and the endpoint binding (no FFI) -------------
 export {
   TOOL_MESSAGE_SCHEMA,
   toolEnvelopeToMessage,
@@ -57,7 +54,6 @@ export {
   type DoraToolEndpointBindingOptions,
 } from "./src/dora/binding.ts";
 
-// --- Dora: transports, the FFI node, the runner and serving a handler -------------------------
 export {
   type DoraEvent,
   type DoraEventType,
@@ -94,18 +90,12 @@ export {
   type ServeToolEndpointOptions,
 } from "./src/dora/serve.ts";
 
-// --- Dora: the ToolGateway (Registry host and router by endpoint id) -------------------------
 export {
   runToolGatewayNode,
-  ToolGateway,
   type ToolGatewayNodeOptions,
   type ToolGatewayNodeStats,
-  type ToolGatewayOptions,
-  type ToolGatewayRouteSender,
-  type ToolGatewayStats,
 } from "./src/dora/gateway.ts";
 
-// --- Caller side: client transports over a Dora node and over a loopback dataflow -------------
 export {
   DoraToolClientTransport,
   type DoraToolClientTransportOptions,

@@ -3,13 +3,8 @@
  *
  * @module
  */
-import {
-  makeInvokeRequestEnvelope,
-  ToolContext,
-  type ToolEnvelope,
-  ToolExecutionKey,
-  ToolRequest,
-} from "../mod.ts";
+import { ToolContext, ToolExecutionKey, ToolRequest } from "../mod.ts";
+import { makeInvokeRequestEnvelope, type ToolEnvelope } from "../wire.ts";
 
 /** The context of every benchmark request. */
 export const benchContext: ToolContext = new ToolContext({

@@ -21,17 +21,19 @@
  * all cases are timed the same way (see _payloads.ts).
  */
 import {
-  decodeEnvelope,
-  encodeEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
-  type ToolEnvelope,
   ToolOperationDescriptor,
   type ToolRequest,
   ToolResult,
-  validateMessageEnvelope,
 } from "../mod.ts";
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolEnvelope,
+  validateMessageEnvelope,
+} from "../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   decodeToolMessageIpc,

@@ -11,9 +11,6 @@
  */
 import {
   InProcessToolClientTransport,
-  invokeResponseFromPayload,
-  makeInvokeRequestEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   ToolContext,
   ToolControlResponse,
@@ -28,11 +25,16 @@ import {
   ToolResultResponse,
 } from "../mod.ts";
 import {
+  invokeResponseFromPayload,
+  makeInvokeRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+} from "../wire.ts";
+import { ToolGateway } from "../gateway.ts";
+import {
   DoraToolClientTransport,
   LoopbackDataflow,
   LoopbackToolClientTransport,
   serveToolEndpoint,
-  ToolGateway,
 } from "../dora.ts";
 import { startGatewayLoopback } from "../examples/gateway_loopback.ts";
 

@@ -15,16 +15,18 @@
  * @module
  */
 import {
-  decodeEnvelope,
-  encodeEnvelope,
-  makeInvokeRequestEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
 } from "../mod.ts";
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  makeInvokeRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+} from "../wire.ts";
 import {
   decodeToolMessageIpc,
   DoraToolEndpointBinding,

@@ -9,16 +9,11 @@ import {
   type ActionToolEndpoint,
   defineAction,
   defineEndpoint,
-  makeInvokeRequestEnvelope,
-  makeResultRequestEnvelope,
-  makeStatusRequestEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   ToolContext,
   ToolControlResponse,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
-  type ToolEnvelope,
   ToolEvent,
   ToolExecutionKey,
   ToolExecutionStatus,
@@ -27,6 +22,13 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import {
+  makeInvokeRequestEnvelope,
+  makeResultRequestEnvelope,
+  makeStatusRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolEnvelope,
+} from "../wire.ts";
 
 const done = new ToolResult({ status: "succeeded", outputs: { ok: true } });
 const completed = new ToolExecutionStatus({ phase: "completed" });

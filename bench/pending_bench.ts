@@ -10,17 +10,15 @@
  * ```
  */
 import {
-  makeInvokeRequestEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolContext,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
-  type ToolEnvelope,
   ToolExecutionKey,
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
 } from "../mod.ts";
+import { makeInvokeRequestEnvelope, TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope } from "../wire.ts";
 
 const done = new ToolResult({ status: "succeeded", outputs: { ok: true } });
 const WIDE = Number.MAX_SAFE_INTEGER;

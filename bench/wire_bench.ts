@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { decodeEnvelope, encodeEnvelope } from "../mod.ts";
+import { decodeEnvelope, encodeEnvelope } from "../wire.ts";
 import { largeRequest, TYPICAL_PER_ITERATION, typicalRequest } from "./_payloads.ts";
 
 const textDecoder = new TextDecoder();

@@ -12,14 +12,14 @@
  *
  * @module
  */
+import { ToolEndpointClient, type ToolInvocation } from "../mod.ts";
 import {
   endpointRegistryResponseFromPayload,
   endpointStatusFromEnvelope,
-  ToolEndpointClient,
   type ToolEnvelope,
-  type ToolInvocation,
-} from "../mod.ts";
-import { decodeToolEnvelopeIpc, DoraToolClientTransport, ToolGateway } from "../dora.ts";
+} from "../wire.ts";
+import { ToolGateway } from "../gateway.ts";
+import { decodeToolEnvelopeIpc, DoraToolClientTransport } from "../dora.ts";
 import { createDemoHandler, demoDescriptor } from "./endpoint.ts";
 import { type GatewayEdge, startGatewayLoopback } from "./gateway_loopback.ts";
 

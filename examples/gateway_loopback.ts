@@ -18,6 +18,7 @@
  * @module
  */
 import type { ToolEndpointHandler } from "../mod.ts";
+import { ToolGateway } from "../gateway.ts";
 import {
   type DoraTransport,
   LoopbackDataflow,
@@ -25,7 +26,6 @@ import {
   serveToolEndpoint,
   type ServeToolEndpointOptions,
   type ToolEndpointNodeStats,
-  ToolGateway,
   type ToolGatewayNodeStats,
 } from "../dora.ts";
 

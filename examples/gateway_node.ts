@@ -15,7 +15,8 @@
  *
  * @module
  */
-import { openDoraNode, runToolGatewayNode, ToolGateway } from "../dora.ts";
+import { ToolGateway } from "../gateway.ts";
+import { openDoraNode, runToolGatewayNode } from "../dora.ts";
 import { demoDescriptor } from "./endpoint.ts";
 
 const transport = await openDoraNode();

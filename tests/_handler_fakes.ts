@@ -6,6 +6,25 @@
 import { AssertionError, assertStrictEquals } from "@std/assert";
 import { delay } from "@std/async";
 import {
+  ToolAccepted,
+  type ToolCallOptions,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolEndpointError,
+  ToolEndpointHandler,
+  type ToolEndpointHandlerOptions,
+  ToolError,
+  type ToolEvent,
+  type ToolEventEmitter,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import {
   controlResponseFromPayload,
   errorFromPayload,
   eventFromPayload,
@@ -18,28 +37,11 @@ import {
   resultResponseFromPayload,
   statusResponseFromPayload,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolAccepted,
-  type ToolCallOptions,
-  ToolContext,
   type ToolControlCommand,
-  ToolControlResponse,
-  ToolEndpointDescriptor,
-  ToolEndpointError,
-  ToolEndpointHandler,
-  type ToolEndpointHandlerOptions,
   ToolEnvelope,
   type ToolEnvelopeInit,
-  ToolError,
-  type ToolEvent,
-  type ToolEventEmitter,
-  ToolExecutionKey,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolProtocolError,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
-} from "../mod.ts";
+} from "../wire.ts";
 import { cellDescriptor, silentLogger } from "./_helpers.ts";
 
 /** The handler's provider instance in every suite. */

@@ -2,18 +2,20 @@
 // bytes helpers, the "cell" endpoint descriptor, and a deterministic clock.
 import { AssertionError, assertStrictEquals } from "@std/assert";
 import {
-  type NodeClock,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolContext,
   ToolEndpointDescriptor,
-  ToolEnvelope,
-  type ToolEnvelopeInit,
   ToolExecutionKey,
   type ToolLogger,
   type ToolLogRecord,
   ToolOperationDescriptor,
-  ToolProtocolError,
 } from "../mod.ts";
+import {
+  TOOL_ENDPOINT_PROTOCOL,
+  ToolEnvelope,
+  type ToolEnvelopeInit,
+  ToolProtocolError,
+} from "../wire.ts";
+import type { NodeClock } from "../node.ts";
 
 /** The Wire protocol string. */
 export const PROTOCOL = TOOL_ENDPOINT_PROTOCOL;

@@ -4,6 +4,20 @@
 // The fuzz harness (tests/fuzz/_gen.ts) composes fast-check arbitraries instead.
 import fc from "fast-check";
 import {
+  ToolAccepted,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolError,
+  ToolEvent,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import {
   controlRequestFromPayload,
   controlResponseFromPayload,
   EndpointRegistryResponse,
@@ -32,22 +46,10 @@ import {
   resultResponseFromPayload,
   statusResponseFromPayload,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolAccepted,
-  ToolContext,
-  ToolControlResponse,
-  ToolEndpointDescriptor,
   type ToolEnvelope,
-  ToolError,
-  ToolEvent,
-  ToolExecutionKey,
-  ToolExecutionStatus,
   type ToolMessageType,
-  ToolOperationDescriptor,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
   validateRegistrationEnvelope,
-} from "../mod.ts";
+} from "../wire.ts";
 import { MAX } from "./_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------

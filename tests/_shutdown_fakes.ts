@@ -1,9 +1,6 @@
 // Providers of the shutdown suites (not a test file itself): Actions and Sessions that keep
 // running after acceptance and either end when their signal aborts or ignore it.
 import {
-  makeInvokeRequestEnvelope,
-  makeResultRequestEnvelope,
-  makeStatusRequestEnvelope,
   ToolAccepted,
   type ToolCallOptions,
   ToolContext,
@@ -19,6 +16,11 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import {
+  makeInvokeRequestEnvelope,
+  makeResultRequestEnvelope,
+  makeStatusRequestEnvelope,
+} from "../wire.ts";
 import { cellDescriptor, silentLogger } from "./_helpers.ts";
 
 /**

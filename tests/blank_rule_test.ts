@@ -3,14 +3,13 @@
 // U+FEFF is not (accepted everywhere), although String.prototype.trim() strips it.
 import { assertEquals } from "@std/assert";
 import {
-  EndpointHealthReporter,
-  EndpointRegistration,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
   ToolOperationDescriptor,
   ToolResult,
 } from "../mod.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../wire.ts";
+import { EndpointHealthReporter, EndpointRegistration } from "../node.ts";
 
 const descriptor = new ToolEndpointDescriptor({
   protocolVersion: TOOL_ENDPOINT_PROTOCOL,

@@ -7,9 +7,9 @@ import {
   InProcessToolClientTransport,
   type ToolClientTransport,
   ToolEndpointClient,
-  type ToolEnvelope,
   type ToolEventRecord,
 } from "../mod.ts";
+import type { ToolEnvelope } from "../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolClientTransport,

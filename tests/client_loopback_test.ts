@@ -6,10 +6,10 @@ import {
   ToolClientError,
   ToolEndpointClient,
   type ToolEndpointClientOptions,
-  ToolEnvelope,
   type ToolEventRecord,
   type ToolInvocation,
 } from "../mod.ts";
+import { ToolEnvelope } from "../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolClientTransport,

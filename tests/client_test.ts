@@ -10,7 +10,6 @@ import {
 } from "@std/assert";
 import {
   InProcessToolClientTransport,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   ToolCallError,
   ToolClientError,
@@ -20,13 +19,13 @@ import {
   ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
-  ToolEnvelope,
   ToolError,
   type ToolEventRecord,
   type ToolInvocation,
   ToolOperationDescriptor,
   ToolResult,
 } from "../mod.ts";
+import { TOOL_ENDPOINT_PROTOCOL, ToolEnvelope } from "../wire.ts";
 import { makeInvokeResponseEnvelope } from "../src/wire/factories.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
 

@@ -40,7 +40,7 @@ function examplesOf(file: string, text: string): Example[] {
 }
 
 async function allExamples(): Promise<Example[]> {
-  const files = ["mod.ts", "dora.ts"];
+  const files = ["mod.ts", "wire.ts", "node.ts", "gateway.ts", "dora.ts"];
   for await (const file of sourceFiles("src")) files.push(file);
   const examples: Example[] = [];
   for (const file of files.sort()) {

@@ -12,6 +12,22 @@ import {
 import { delay } from "@std/async";
 import { makeData, makeVector, RecordBatch, Struct, Table, Utf8 } from "apache-arrow";
 import {
+  type QueryToolEndpoint,
+  ToolAccepted,
+  type ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolError,
+  ToolEvent,
+  type ToolEventEmitter,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import {
   encodedEnvelopeSize,
   encodeEnvelope,
   invokeResponseFromPayload,
@@ -21,26 +37,12 @@ import {
   makeInvokeResponseEnvelope,
   makeStatusRequestEnvelope,
   makeStatusResponseEnvelope,
-  type QueryToolEndpoint,
   statusResponseFromPayload,
-  ToolAccepted,
-  type ToolContext,
-  ToolControlResponse,
-  ToolEndpointDescriptor,
-  ToolEndpointHandler,
   ToolEnvelope,
-  ToolError,
-  ToolEvent,
-  type ToolEventEmitter,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolProtocolError,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
   type ToolSemantics,
   validateResponseCorrelation,
-} from "../mod.ts";
+} from "../wire.ts";
 import {
   DoraToolEndpointBinding,
   type DoraToolEndpointBindingOptions,

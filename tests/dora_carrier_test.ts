@@ -30,17 +30,16 @@ import {
   Utf8View,
   vectorFromArray,
 } from "apache-arrow";
+import { ToolEvent, ToolRequest } from "../mod.ts";
 import {
   encodeEnvelope,
   makeEventEnvelope,
   makeInvokeRequestEnvelope,
   makeUnregisterEnvelope,
   ToolEnvelope,
-  ToolEvent,
   ToolProtocolError,
-  ToolRequest,
   validateMessageEnvelope,
-} from "../mod.ts";
+} from "../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   decodeToolMessageIpc,

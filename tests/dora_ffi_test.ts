@@ -11,13 +11,8 @@ import { delay } from "@std/async";
 import { type DoraNodeTransport, openDoraNode } from "../src/dora/ffi.ts";
 import { runToolEndpointNode, type ToolEndpointNodeLogLevel } from "../src/dora/runner.ts";
 import { type DoraEvent, epochMsToNtp64 } from "../src/dora/transport.ts";
-import {
-  eventFromPayload,
-  makeInvokeRequestEnvelope,
-  ToolContext,
-  ToolExecutionKey,
-  ToolRequest,
-} from "../mod.ts";
+import { ToolContext, ToolExecutionKey, ToolRequest } from "../mod.ts";
+import { eventFromPayload, makeInvokeRequestEnvelope } from "../wire.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc, serveToolEndpoint } from "../dora.ts";
 import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
 import { concat, hex, unhex } from "./_helpers.ts";

@@ -11,13 +11,12 @@ import {
   type ToolEventRecord,
   type ToolInvocation,
 } from "../mod.ts";
+import { ToolGateway, type ToolGatewayOptions } from "../gateway.ts";
 import {
   DoraToolClientTransport,
   LoopbackDataflow,
   type ServeLifecycleSettings,
   serveToolEndpoint,
-  ToolGateway,
-  type ToolGatewayOptions,
 } from "../dora.ts";
 import { createDemoHandler, demoDescriptor } from "../examples/endpoint.ts";
 import { startGatewayLoopback } from "../examples/gateway_loopback.ts";

@@ -8,7 +8,21 @@ import {
   assertThrows,
 } from "@std/assert";
 import {
-  EndpointRegistryErrorCodes,
+  ToolAccepted,
+  type ToolClientTransport,
+  ToolContext,
+  ToolEndpointDescriptor,
+  ToolEndpointError,
+  ToolError,
+  ToolEvent,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import {
   endpointRegistryResponseFromPayload,
   EndpointStatus,
   makeControlRequestEnvelope,
@@ -24,29 +38,16 @@ import {
   makeStatusResponseEnvelope,
   makeUnregisterEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolAccepted,
-  type ToolClientTransport,
-  ToolContext,
-  ToolEndpointDescriptor,
-  ToolEndpointError,
   type ToolEnvelope,
-  ToolError,
-  ToolEvent,
-  ToolExecutionKey,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
-} from "../mod.ts";
+} from "../wire.ts";
+import { EndpointRegistryErrorCodes } from "../node.ts";
+import { ToolGateway, type ToolGatewayOptions } from "../gateway.ts";
 import {
   decodeToolEnvelopeIpc,
   encodeToolEnvelopeIpc,
   LoopbackDataflow,
   runToolGatewayNode,
   serveToolEndpoint,
-  ToolGateway,
-  type ToolGatewayOptions,
 } from "../dora.ts";
 import { createDemoHandler, demoDescriptor } from "../examples/endpoint.ts";
 import { FakeClock, replaceEnvelope } from "./_helpers.ts";

@@ -1,7 +1,20 @@
 import { assert, assertEquals, assertRejects } from "@std/assert";
 import { delay } from "@std/async";
 import {
-  EndpointRegistry,
+  ToolAccepted,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolEvent,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import {
   endpointRegistryResponseFromPayload,
   endpointStatusFromEnvelope,
   makeEventEnvelope,
@@ -9,21 +22,10 @@ import {
   makeInvokeResponseEnvelope,
   makeRegistrationEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolAccepted,
-  ToolContext,
-  ToolControlResponse,
-  ToolEndpointDescriptor,
-  ToolEndpointHandler,
   ToolEnvelope,
-  ToolEvent,
-  ToolExecutionKey,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolProtocolError,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
-} from "../mod.ts";
+} from "../wire.ts";
+import { EndpointRegistry } from "../node.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolEndpointBinding,

@@ -3,8 +3,8 @@
 // before the unregister, and an acceptance the caller never got leaves nothing running.
 import { assert, assertEquals, assertInstanceOf, assertRejects } from "@std/assert";
 import type { RecordBatch } from "apache-arrow";
+import { ToolEvent, ToolResult } from "../mod.ts";
 import {
-  EndpointRegistry,
   endpointRegistryResponseFromPayload,
   endpointStatusFromEnvelope,
   errorFromPayload,
@@ -13,10 +13,9 @@ import {
   resultResponseFromPayload,
   statusResponseFromPayload,
   type ToolEnvelope,
-  ToolEvent,
   ToolProtocolError,
-  ToolResult,
-} from "../mod.ts";
+} from "../wire.ts";
+import { EndpointRegistry } from "../node.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolEndpointBinding,

@@ -2,7 +2,7 @@
 // Deno against IPC bytes made by this project's own encoders, and the bytes it writes back
 // decoded again here. Skipped when python3 or pyarrow is absent (`pip install pyarrow`).
 import { assert, assertEquals, assertMatch } from "@std/assert";
-import { decodeEnvelope, encodeEnvelope, type ToolEnvelope } from "../mod.ts";
+import { decodeEnvelope, encodeEnvelope, type ToolEnvelope } from "../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   encodeToolEnvelopeIpc,

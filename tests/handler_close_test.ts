@@ -1,10 +1,5 @@
 import { assertEquals, assertInstanceOf, assertRejects } from "@std/assert";
 import {
-  errorFromPayload,
-  invokeResponseFromPayload,
-  makeInvokeRequestEnvelope,
-  makeStatusRequestEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolContext,
   ToolControlResponse,
   ToolEndpointDescriptor,
@@ -16,6 +11,13 @@ import {
   ToolResult,
   type ToolResultResponse,
 } from "../mod.ts";
+import {
+  errorFromPayload,
+  invokeResponseFromPayload,
+  makeInvokeRequestEnvelope,
+  makeStatusRequestEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+} from "../wire.ts";
 import { silentLogger } from "./_helpers.ts";
 
 const never = <T>() => new Promise<T>(() => {});

@@ -6,9 +6,9 @@ import {
   ToolError,
   ToolExecutionKey,
   ToolExecutionStatus,
-  ToolProtocolError,
   ToolResult,
 } from "../mod.ts";
+import { ToolProtocolError } from "../wire.ts";
 import { ExecutionLedger, type ExecutionRecord } from "../src/handler/_ledger.ts";
 
 const DONE = new ToolResult({ status: "succeeded", outputs: {} });

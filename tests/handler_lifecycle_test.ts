@@ -14,12 +14,6 @@ import {
 import { deadline, delay } from "@std/async";
 import {
   type ActionToolEndpoint,
-  invokeResponseFromPayload,
-  makeErrorResponseEnvelope,
-  makeEventEnvelope,
-  makeInvokeResponseEnvelope,
-  makeStatusResponseEnvelope,
-  makeUnregisterEnvelope,
   type QueryToolEndpoint,
   type SessionToolEndpoint,
   ToolAccepted,
@@ -28,19 +22,27 @@ import {
   ToolControlResponse,
   ToolEndpointError,
   ToolEndpointHandler,
-  ToolEnvelope,
   ToolError,
   ToolEvent,
   type ToolEventEmitter,
   ToolExecutionKey,
   ToolExecutionStatus,
   type ToolLogRecord,
-  ToolProtocolError,
   type ToolRequest,
   ToolResult,
   ToolResultResponse,
-  validateResponseCorrelation,
 } from "../mod.ts";
+import {
+  invokeResponseFromPayload,
+  makeErrorResponseEnvelope,
+  makeEventEnvelope,
+  makeInvokeResponseEnvelope,
+  makeStatusResponseEnvelope,
+  makeUnregisterEnvelope,
+  ToolEnvelope,
+  ToolProtocolError,
+  validateResponseCorrelation,
+} from "../wire.ts";
 import { cellDescriptor, silentLogger } from "./_helpers.ts";
 import {
   acceptedOutcome,

@@ -5,13 +5,11 @@
 import { assert, assertEquals, assertInstanceOf, assertStrictEquals } from "@std/assert";
 import { deadline, delay } from "@std/async";
 import {
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   type ToolCallOptions,
   ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
-  type ToolEnvelope,
   ToolError,
   ToolEvent,
   type ToolEventEmitter,
@@ -20,6 +18,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import { TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope } from "../wire.ts";
 import {
   acceptedOutcome,
   checkProtocolError,
@@ -445,7 +444,14 @@ Deno.test({
     try {
       const bundle = `${dir}/mod.mjs`;
       const bundled = await new Deno.Command(Deno.execPath(), {
-        args: ["bundle", "--quiet", "--platform=node", "-o", bundle, "mod.ts"],
+        args: [
+          "bundle",
+          "--quiet",
+          "--platform=node",
+          "-o",
+          bundle,
+          "tests/fixtures/node/mod_and_wire.ts",
+        ],
         cwd: new URL("..", import.meta.url).pathname,
       }).output();
       assert(bundled.success, new TextDecoder().decode(bundled.stderr));

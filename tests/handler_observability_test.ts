@@ -10,20 +10,18 @@ import {
   assertThrows,
 } from "@std/assert";
 import {
-  denoTracer,
   ToolAccepted,
   ToolEndpointError,
   ToolEndpointHandler,
   ToolError,
   ToolEvent,
   ToolExecutionStatus,
-  ToolLatencyHistogram,
   type ToolLogger,
   type ToolLogRecord,
-  ToolProtocolError,
   ToolResult,
-  type ToolTracer,
 } from "../mod.ts";
+import { ToolProtocolError } from "../wire.ts";
+import { denoTracer, ToolLatencyHistogram, type ToolTracer } from "../node.ts";
 import {
   ACTION,
   actionHandler,

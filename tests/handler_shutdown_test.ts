@@ -1,16 +1,14 @@
 // close() and abandonInvoke(): nothing admitted ends silent (issue 11, defects 2 and 6).
 import { assert, assertEquals, assertInstanceOf, assertRejects } from "@std/assert";
+import { ToolAccepted, ToolEvent, ToolResult } from "../mod.ts";
 import {
   eventFromPayload,
   invokeResponseFromPayload,
   resultResponseFromPayload,
   statusResponseFromPayload,
-  ToolAccepted,
   type ToolEnvelope,
-  ToolEvent,
   ToolProtocolError,
-  ToolResult,
-} from "../mod.ts";
+} from "../wire.ts";
 import { LongRunning, requests, robotHandler } from "./_shutdown_fakes.ts";
 
 const OPERATIONS = [["move", "action"], ["serve", "session"]] as const;

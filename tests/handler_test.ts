@@ -5,19 +5,17 @@
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { deadline } from "@std/async";
 import {
-  TOOL_ENDPOINT_PROTOCOL,
   ToolEndpointDescriptor,
   ToolEndpointError,
   ToolEndpointHandler,
-  type ToolEnvelope,
   ToolError,
   ToolEvent,
   ToolExecutionStatus,
   ToolOperationDescriptor,
   ToolResult,
   ToolResultResponse,
-  validateResponseCorrelation,
 } from "../mod.ts";
+import { TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope, validateResponseCorrelation } from "../wire.ts";
 import {
   acceptedOutcome,
   ACTION,

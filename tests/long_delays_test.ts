@@ -6,27 +6,30 @@
  */
 import { assertEquals } from "@std/assert";
 import {
-  EndpointRegistration,
-  EndpointRegistryResponse,
   InProcessToolClientTransport,
-  makeEndpointRegistryResponseEnvelope,
-  makeInvokeRequestEnvelope,
-  makeRegistrationEnvelope,
-  TOOL_ENDPOINT_PROTOCOL,
   type ToolClientTransport,
   ToolContext,
   ToolEndpointClient,
   type ToolEndpointClientOptions,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
-  type ToolEnvelope,
   type ToolEventRecord,
   ToolExecutionKey,
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
 } from "../mod.ts";
-import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc, ToolGateway } from "../dora.ts";
+import {
+  EndpointRegistryResponse,
+  makeEndpointRegistryResponseEnvelope,
+  makeInvokeRequestEnvelope,
+  makeRegistrationEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolEnvelope,
+} from "../wire.ts";
+import { EndpointRegistration } from "../node.ts";
+import { ToolGateway } from "../gateway.ts";
+import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "../dora.ts";
 import { MAX_TIMER_DELAY_MS } from "../src/_internal/timers.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT } from "./_client_fixtures.ts";
 

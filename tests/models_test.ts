@@ -21,7 +21,6 @@ import {
   ToolControlResponse,
   ToolError,
   ToolEvent,
-  type ToolEventType,
   ToolExecutionKey,
   ToolExecutionStatus,
   type ToolExecutionStatusInit,
@@ -31,6 +30,7 @@ import {
   ToolResultResponse,
   validateExecutionResult,
 } from "../src/endpoint/models.ts";
+import type { ToolEventType } from "../src/endpoint/constants.ts";
 
 type ErrorClass = typeof RangeError | typeof TypeError;
 

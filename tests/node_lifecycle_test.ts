@@ -12,26 +12,10 @@ import {
   assertThrows,
 } from "@std/assert";
 import {
-  EndpointHealthReporter,
-  EndpointNodeLifecycle,
-  EndpointRegistration,
-  type EndpointRegistrationOptions,
-  EndpointRegistry,
-  EndpointRegistryResponse,
-  endpointStateOf,
-  endpointStatusFromEnvelope,
-  invokeResponseFromPayload,
-  makeEndpointRegistryResponseEnvelope,
-  makeInvokeRequestEnvelope,
-  makeRegistrationEnvelope,
-  makeUnregisterEnvelope,
-  newEndpointInstanceId,
-  TOOL_ENDPOINT_PROTOCOL,
   ToolAccepted,
   ToolControlResponse,
   ToolEndpointDescriptor,
   ToolEndpointHandler,
-  type ToolEnvelope,
   ToolError,
   ToolExecutionStatus,
   ToolOperationDescriptor,
@@ -39,6 +23,26 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../mod.ts";
+import {
+  EndpointRegistryResponse,
+  endpointStatusFromEnvelope,
+  invokeResponseFromPayload,
+  makeEndpointRegistryResponseEnvelope,
+  makeInvokeRequestEnvelope,
+  makeRegistrationEnvelope,
+  makeUnregisterEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolEnvelope,
+} from "../wire.ts";
+import {
+  EndpointHealthReporter,
+  EndpointNodeLifecycle,
+  EndpointRegistration,
+  type EndpointRegistrationOptions,
+  EndpointRegistry,
+  endpointStateOf,
+  newEndpointInstanceId,
+} from "../node.ts";
 import { context, FakeClock, recordingLogger, silentLogger } from "./_helpers.ts";
 
 /** Lets pending promise continuations run (no timers involved). */

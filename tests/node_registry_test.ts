@@ -1,23 +1,24 @@
 // The in-memory EndpointRegistry: every rule of PROTOCOL.md 8.5–8.6 with the exact response
 // status, revision and error code, on an injected monotonic clock.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
+import { ToolEndpointDescriptor, ToolOperationDescriptor } from "../mod.ts";
 import {
   decodeEnvelope,
-  descriptorsEqual,
   encodeEnvelope,
-  EndpointRegistry,
-  type EndpointRegistryChange,
-  type EndpointRegistryOptions,
   endpointRegistryResponseFromPayload,
   makeRegistrationEnvelope,
   makeUnregisterEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolEndpointDescriptor,
   ToolEnvelope,
-  ToolOperationDescriptor,
   ToolProtocolError,
   validateManagementResponseCorrelation,
-} from "../mod.ts";
+} from "../wire.ts";
+import {
+  descriptorsEqual,
+  EndpointRegistry,
+  type EndpointRegistryChange,
+  type EndpointRegistryOptions,
+} from "../node.ts";
 
 const ROUTE = "yolo/management";
 const OTHER_ROUTE = "arm/management";

@@ -1,17 +1,14 @@
 // EndpointNodeLifecycle.shutdown() with running executions (issue 11, defect 2): terminal events
 // first, then one `unavailable`, then the unregister.
 import { assertEquals } from "@std/assert";
+import { ToolContext, ToolExecutionKey, ToolRequest } from "../mod.ts";
 import {
-  EndpointNodeLifecycle,
-  EndpointRegistry,
   endpointStatusFromEnvelope,
   eventFromPayload,
   makeInvokeRequestEnvelope,
-  ToolContext,
   type ToolEnvelope,
-  ToolExecutionKey,
-  ToolRequest,
-} from "../mod.ts";
+} from "../wire.ts";
+import { EndpointNodeLifecycle, EndpointRegistry } from "../node.ts";
 import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
 
 function describe(envelope: ToolEnvelope): string {

@@ -4,22 +4,24 @@
 import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import {
   consoleLogger,
-  EndpointHealthReporter,
-  EndpointNodeLifecycle,
-  EndpointRegistration,
-  EndpointRegistry,
-  makeRegistrationEnvelope,
   ToolAccepted,
   type ToolLogger,
   type ToolLogRecord,
   ToolResult,
 } from "../mod.ts";
+import { makeRegistrationEnvelope } from "../wire.ts";
+import {
+  EndpointHealthReporter,
+  EndpointNodeLifecycle,
+  EndpointRegistration,
+  EndpointRegistry,
+} from "../node.ts";
+import { ToolGateway } from "../gateway.ts";
 import {
   DoraToolEndpointBinding,
   LoopbackDataflow,
   runToolEndpointNode,
   serveToolEndpoint,
-  ToolGateway,
 } from "../dora.ts";
 import { FakeClock } from "./_helpers.ts";
 import {

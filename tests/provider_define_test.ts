@@ -10,12 +10,12 @@ import {
   type ExecutionCallContext,
   ToolAccepted,
   ToolEndpointError,
-  type ToolEnvelope,
   ToolError,
   type ToolLogRecord,
   ToolRequest,
   ToolResult,
 } from "../mod.ts";
+import type { ToolEnvelope } from "../wire.ts";
 import {
   acceptedOutcome,
   ACTION,

@@ -33,7 +33,15 @@ Deno.test({
       const bundle = `${dir}/mod.js`;
       const root = new URL("../", import.meta.url);
       const bundled = await new Deno.Command(Deno.execPath(), {
-        args: ["bundle", "--quiet", "--format", "esm", "-o", bundle, "mod.ts"],
+        args: [
+          "bundle",
+          "--quiet",
+          "--format",
+          "esm",
+          "-o",
+          bundle,
+          "tests/fixtures/node/mod_and_wire.ts",
+        ],
         cwd: root,
         stderr: "piped",
       }).output();

@@ -8,9 +8,9 @@ import {
   defineQuery,
   jsonSchema,
   type StandardSchemaV1,
-  type ToolEnvelope,
   type ToolLogRecord,
 } from "../mod.ts";
+import type { ToolEnvelope } from "../wire.ts";
 import {
   acceptedOutcome,
   ACTION,

@@ -13,19 +13,18 @@ import {
   Struct,
   vectorFromArray,
 } from "apache-arrow";
+import { ToolEndpointError, ToolError } from "../mod.ts";
 import {
   decodeEnvelope,
   endpointDescriptorFromPayload,
   TOOL_MESSAGE_TYPE_VALUES,
   TOOL_MESSAGE_TYPES,
-  ToolEndpointError,
   ToolEnvelope,
   type ToolEnvelopeInit,
-  ToolError,
   type ToolMessageType,
   ToolProtocolError,
   toolResultFromPayload,
-} from "../mod.ts";
+} from "../wire.ts";
 import { TOOL_MESSAGE_SCHEMA, toolEnvelopeToMessage, toolMessageToEnvelope } from "../dora.ts";
 import {
   encodeJson,
@@ -151,6 +150,74 @@ Deno.test("structure: only the long-delay helper calls the global setTimeout", a
     }
   }
   assertEquals(calls, []);
+});
+
+const ENTRY_POINTS = ["mod.ts", "wire.ts", "node.ts", "gateway.ts", "dora.ts"] as const;
+const ROOT = new URL("../", import.meta.url);
+
+/** The JSON that `deno <args>` prints (doc --json, info --json). */
+async function denoJson(...args: string[]): Promise<Record<string, unknown>> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  assert(output.success, `deno ${args.join(" ")} failed`);
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+/** The names an entry point exports, as `deno doc --json` lists them. */
+async function exportedNames(entry: string): Promise<string[]> {
+  const doc = await denoJson("doc", "--json", entry);
+  const [module] = Object.values(doc.nodes as Record<string, { symbols: { name: string }[] }>);
+  return module.symbols.map((symbol) => symbol.name).sort();
+}
+
+Deno.test("entry points: @forge/tool exports at most 60 names, and no name is exported twice", async () => {
+  const owners = new Map<string, string[]>();
+  const counts: Record<string, number> = {};
+  for (const entry of ENTRY_POINTS) {
+    const names = await exportedNames(entry);
+    counts[entry] = names.length;
+    for (const name of names) owners.set(name, [...owners.get(name) ?? [], entry]);
+  }
+  assert(counts["mod.ts"] <= 60, `mod.ts exports ${counts["mod.ts"]} names`);
+  const twice = [...owners].filter(([, entries]) => entries.length > 1);
+  assertEquals(twice, []);
+  // The binding's "already checked" path and the envelope's skip-validation mode stay internal.
+  for (
+    const internal of [
+      "InvokeRequestFields",
+      "checkInvokeRequestEnvelope",
+      "invokeRequestFromFields",
+      "typedFactoryEnvelope",
+      "checkTypedEnvelope",
+      "validateExecutionResult",
+    ]
+  ) {
+    assertEquals(owners.get(internal), undefined, internal);
+  }
+});
+
+Deno.test("entry points: explicit export lists, no `export *` and no tracker comments", async () => {
+  for (const entry of ENTRY_POINTS) {
+    const source = await Deno.readTextFile(new URL(entry, ROOT));
+    assertEquals(source.match(/^export (type )?\*/gm), null, entry);
+    assertEquals(source.match(/^\/\/ ---/gm), null, entry);
+  }
+});
+
+Deno.test("entry points: mod.ts, wire.ts and node.ts reach no npm package and no Deno.dlopen", async () => {
+  for (const entry of ["mod.ts", "wire.ts", "node.ts"]) {
+    const info = await denoJson("info", "--json", entry);
+    const modules = (info.modules as { specifier: string }[]).map((module) => module.specifier);
+    assertEquals(modules.filter((specifier) => !specifier.startsWith(ROOT.href)), [], entry);
+    for (const specifier of modules) {
+      const source = await Deno.readTextFile(new URL(specifier));
+      assert(!source.includes("Deno.dlopen"), `${entry} reaches Deno.dlopen in ${specifier}`);
+    }
+  }
 });
 
 Deno.test("structure: the module-level mutable state left is the listed, explained set", async () => {

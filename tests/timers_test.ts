@@ -5,7 +5,7 @@
 import { assertEquals } from "@std/assert";
 import { MAX_TIMER_DELAY_MS, setLongTimeout } from "../src/_internal/timers.ts";
 import { settleWithin } from "../src/_internal/async.ts";
-import { SYSTEM_CLOCK } from "../mod.ts";
+import { SYSTEM_CLOCK } from "../node.ts";
 
 /** Short real wait: long enough for a clamped (1 ms) timer to have fired many times over. */
 const tick = (ms = 50) => new Promise<void>((resolve) => setTimeout(resolve, ms));

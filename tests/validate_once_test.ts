@@ -3,19 +3,21 @@
 // same error, whichever encoder writes it.
 import { assertEquals } from "@std/assert";
 import {
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+} from "../mod.ts";
+import {
   encodeEnvelope,
   makeInvokeRequestEnvelope,
   makeInvokeResponseEnvelope,
-  ToolEndpointDescriptor,
-  ToolEndpointHandler,
   ToolEnvelope,
-  ToolOperationDescriptor,
   ToolProtocolError,
-  ToolRequest,
-  type ToolRequestRoute,
-  ToolResult,
   validateMessageEnvelope,
-} from "../mod.ts";
+} from "../wire.ts";
+import type { ToolRequestRoute } from "../node.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolEndpointBinding,

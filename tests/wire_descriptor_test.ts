@@ -1,17 +1,16 @@
 // Port of the reference's tests/test_wire_descriptor.py (7 tests), with exact codes and paths.
 import { assertEquals, assertInstanceOf, assertStrictEquals, assertThrows } from "@std/assert";
+import { ToolEndpointDescriptor, ToolOperationDescriptor } from "../mod.ts";
 import {
   decodeEnvelope,
   encodeEnvelope,
   endpointDescriptorFromPayload,
   endpointDescriptorToPayload,
   makeRegistrationEnvelope,
-  ToolEndpointDescriptor,
   ToolEnvelope,
-  ToolOperationDescriptor,
   validateMessageEnvelope,
   validateRegistrationEnvelope,
-} from "../mod.ts";
+} from "../wire.ts";
 import { assertProtocolError, CODES, PROTOCOL, wireText } from "./_helpers.ts";
 
 function descriptor(protocolVersion = PROTOCOL): ToolEndpointDescriptor {

@@ -1,6 +1,18 @@
 // Port of the reference's tests/test_wire_factories.py (9 tests), with exact codes and paths.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import {
+  ToolAccepted,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolError,
+  ToolEvent,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import {
   controlResponseFromPayload,
   decodeEnvelope,
   encodeEnvelope,
@@ -22,20 +34,10 @@ import {
   makeStatusRequestEnvelope,
   makeStatusResponseEnvelope,
   makeUnregisterEnvelope,
-  ToolAccepted,
-  ToolControlResponse,
-  ToolEndpointDescriptor,
   ToolEnvelope,
-  ToolError,
-  ToolEvent,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
   validateManagementResponseCorrelation,
   validateResponseCorrelation,
-} from "../mod.ts";
+} from "../wire.ts";
 import { assertProtocolError, CODES, context, replaceEnvelope } from "./_helpers.ts";
 
 function ctx(attemptId = "attempt-1") {

@@ -1,6 +1,7 @@
 // The strict JSON rules of the Wire decoder and encoder (reference notes d.2, d.3, i.1–i.13),
 // exercised through decodeEnvelope / encodeEnvelope with exact codes, messages and paths.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
+import { ToolRequest } from "../mod.ts";
 import {
   decodeEnvelope,
   encodeEnvelope,
@@ -9,8 +10,7 @@ import {
   ToolEnvelope,
   type ToolEnvelopeInit,
   ToolProtocolError,
-  ToolRequest,
-} from "../mod.ts";
+} from "../wire.ts";
 import {
   assertProtocolError,
   bytes,

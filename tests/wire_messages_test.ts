@@ -2,6 +2,16 @@
 // exact codes, paths and messages.
 import { assert, assertEquals, assertInstanceOf, assertStrictEquals } from "@std/assert";
 import {
+  ToolAccepted,
+  ToolControlResponse,
+  ToolError,
+  ToolEvent,
+  ToolExecutionStatus,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../mod.ts";
+import {
   controlRequestFromPayload,
   controlRequestToPayload,
   controlResponseFromPayload,
@@ -26,18 +36,10 @@ import {
   resultResponseToPayload,
   statusResponseFromPayload,
   statusResponseToPayload,
-  ToolAccepted,
-  ToolControlResponse,
   ToolEnvelope,
   type ToolEnvelopeInit,
-  ToolError,
-  ToolEvent,
-  ToolExecutionStatus,
   type ToolMessageType,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
-} from "../mod.ts";
+} from "../wire.ts";
 import { assertProtocolError, CODES, context } from "./_helpers.ts";
 
 /** The reference's `_envelope(type, payload)`. */

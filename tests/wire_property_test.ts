@@ -12,7 +12,7 @@ import {
   validateManagementResponseCorrelation,
   validateMessageEnvelope,
   validateResponseCorrelation,
-} from "../mod.ts";
+} from "../wire.ts";
 import { CODES } from "./_helpers.ts";
 import { type Gen, randomSample, type Sample, SeededRandom } from "./_random.ts";
 

@@ -16,7 +16,7 @@ import {
   type ToolEnvelopeInit,
   type ToolMessageType,
   ToolProtocolError,
-} from "../mod.ts";
+} from "../wire.ts";
 import {
   assertProtocolError,
   bytes,

@@ -436,13 +436,13 @@ function endCommand(semantics: "action" | "session"): ToolControlCommand {
  * import { assertEquals } from "@std/assert";
  * import {
  *   InProcessToolClientTransport,
- *   TOOL_ENDPOINT_PROTOCOL,
  *   ToolEndpointClient,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
  *   ToolOperationDescriptor,
  *   ToolResult,
  * } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * const descriptor = new ToolEndpointDescriptor({
  *   protocolVersion: TOOL_ENDPOINT_PROTOCOL,
  *   endpointId: "math",

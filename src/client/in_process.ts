@@ -23,12 +23,12 @@ import { optionMessage } from "../_internal/options.ts";
  * import { assertEquals } from "@std/assert";
  * import {
  *   InProcessToolClientTransport,
- *   TOOL_ENDPOINT_PROTOCOL,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
  *   ToolOperationDescriptor,
  *   ToolResult,
  * } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,

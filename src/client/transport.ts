@@ -16,7 +16,8 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import type { ToolClientTransport, ToolEnvelope } from "@forge/tool";
+ * import type { ToolClientTransport } from "@forge/tool";
+ * import type { ToolEnvelope } from "@forge/tool/wire";
  * const sent: ToolEnvelope[] = [];
  * const transport: ToolClientTransport = {
  *   send: (request) => void sent.push(request),

@@ -170,7 +170,6 @@ interface OutputCodec<T> {
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import {
- *   makeInvokeRequestEnvelope,
  *   ToolContext,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
@@ -179,6 +178,7 @@ interface OutputCodec<T> {
  *   ToolRequest,
  *   ToolResult,
  * } from "@forge/tool";
+ * import { makeInvokeRequestEnvelope } from "@forge/tool/wire";
  * import {
  *   DoraToolEndpointBinding,
  *   toolEnvelopeToMessage,
@@ -545,7 +545,6 @@ export class DoraToolEndpointBinding {
    * ```ts
    * import { assertEquals } from "@std/assert";
    * import {
-   *   makeInvokeRequestEnvelope,
    *   ToolContext,
    *   ToolEndpointDescriptor,
    *   ToolEndpointHandler,
@@ -554,6 +553,7 @@ export class DoraToolEndpointBinding {
    *   ToolRequest,
    *   ToolResult,
    * } from "@forge/tool";
+   * import { makeInvokeRequestEnvelope } from "@forge/tool/wire";
    * import {
    *   decodeToolEnvelopeIpc,
    *   DoraToolEndpointBinding,

@@ -212,7 +212,7 @@ function envelopeAndPayloadJson(envelope: ToolEnvelope): { text: string; payload
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool";
+ * import { ToolEnvelope } from "@forge/tool/wire";
  * import { toolEnvelopeToMessage, toolMessageToEnvelope } from "@forge/tool/dora";
  * const envelope = new ToolEnvelope({
  *   messageType: "endpoint.unregister",
@@ -443,7 +443,7 @@ export function carrierToEnvelope(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool";
+ * import { ToolEnvelope } from "@forge/tool/wire";
  * import { toolEnvelopeToMessage, toolMessageToEnvelope } from "@forge/tool/dora";
  * const batch = toolEnvelopeToMessage(
  *   new ToolEnvelope({
@@ -495,7 +495,7 @@ function dataBytes(data: Data | undefined, seen: Set<Data>): number {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool";
+ * import { ToolEnvelope } from "@forge/tool/wire";
  * import { toolEnvelopeToMessage, toolMessageCarrierSize } from "@forge/tool/dora";
  * const batch = toolEnvelopeToMessage(
  *   new ToolEnvelope({

@@ -231,14 +231,18 @@ export class DoraToolClientTransport implements ToolClientTransport {
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import {
- *   TOOL_ENDPOINT_PROTOCOL,
  *   ToolEndpointClient,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
  *   ToolOperationDescriptor,
  *   ToolResult,
  * } from "@forge/tool";
- * import { LoopbackDataflow, LoopbackToolClientTransport, serveToolEndpoint } from "@forge/tool/dora";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
+ * import {
+ *   LoopbackDataflow,
+ *   LoopbackToolClientTransport,
+ *   serveToolEndpoint,
+ * } from "@forge/tool/dora";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,

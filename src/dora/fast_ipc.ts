@@ -355,7 +355,7 @@ function writeText(out: Uint8Array, at: number, value: string): number {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool";
+ * import { ToolEnvelope } from "@forge/tool/wire";
  * import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "@forge/tool/dora";
  * const bytes = encodeToolEnvelopeIpc(
  *   new ToolEnvelope({
@@ -608,7 +608,7 @@ export function readToolMessageRow(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope, ToolProtocolError } from "@forge/tool";
+ * import { ToolEnvelope, ToolProtocolError } from "@forge/tool/wire";
  * import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "@forge/tool/dora";
  * const envelope = new ToolEnvelope({
  *   messageType: "endpoint.unregister",

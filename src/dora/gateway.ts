@@ -307,8 +307,9 @@ const DEFAULT_LOGGER: ToolEndpointNodeLogger = (level, message) => {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { makeStatusRequestEnvelope, ToolContext, type ToolEnvelope, ToolExecutionKey } from "@forge/tool";
- * import { ToolGateway } from "@forge/tool/dora";
+ * import { ToolContext, ToolExecutionKey } from "@forge/tool";
+ * import { makeStatusRequestEnvelope, type ToolEnvelope } from "@forge/tool/wire";
+ * import { ToolGateway } from "@forge/tool/gateway";
  *
  * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
  * const caller = gateway.connect();
@@ -1151,7 +1152,8 @@ export class ToolGateway {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { LoopbackDataflow, runToolGatewayNode, ToolGateway } from "@forge/tool/dora";
+ * import { ToolGateway } from "@forge/tool/gateway";
+ * import { LoopbackDataflow, runToolGatewayNode } from "@forge/tool/dora";
  * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
  * const flow = new LoopbackDataflow(); // under Dora: `transport: await openDoraNode()`
  * const running = runToolGatewayNode(gateway, { transport: flow.transport });

@@ -501,7 +501,7 @@ function asIpcError(error: unknown): ToolProtocolError {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool";
+ * import { ToolEnvelope } from "@forge/tool/wire";
  * import {
  *   decodeToolMessageIpc,
  *   encodeToolMessageIpc,
@@ -549,7 +549,7 @@ export function encodeToolMessageIpc(batch: RecordBatch): Uint8Array {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolProtocolError } from "@forge/tool";
+ * import { ToolProtocolError } from "@forge/tool/wire";
  * import { decodeToolMessageIpc } from "@forge/tool/dora";
  * try {
  *   decodeToolMessageIpc(new Uint8Array([1, 2, 3]), { maxBytes: 1024 });

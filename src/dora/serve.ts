@@ -94,12 +94,12 @@ export type ServeLifecycleSettings = Omit<
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import {
- *   TOOL_ENDPOINT_PROTOCOL,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
  *   ToolOperationDescriptor,
  *   ToolResult,
  * } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * import { LoopbackDataflow, serveToolEndpoint } from "@forge/tool/dora";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({

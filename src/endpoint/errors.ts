@@ -125,7 +125,7 @@ export type ToolErrorCode = typeof ToolErrorCodes[keyof typeof ToolErrorCodes];
  * @example
  * ```ts
  * import { assertEquals, assertInstanceOf, assertThrows } from "@std/assert";
- * import { decodeEnvelope, ToolProtocolError } from "@forge/tool";
+ * import { decodeEnvelope, ToolProtocolError } from "@forge/tool/wire";
  * const error = assertThrows(() => decodeEnvelope("[]"));
  * assertInstanceOf(error, ToolProtocolError);
  * assertEquals(error.code, "FORGE_PROTOCOL_INVALID_MESSAGE");

@@ -41,7 +41,7 @@ export interface EndpointStatusInit {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { EndpointStatus } from "@forge/tool";
+ * import { EndpointStatus } from "@forge/tool/wire";
  * const status = new EndpointStatus({ endpointId: "robot.arm", state: "ready" });
  * assertEquals(status.activeInvocations, 0);
  * ```
@@ -104,7 +104,7 @@ export interface EndpointRegistryResponseInit {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { EndpointRegistryResponse } from "@forge/tool";
+ * import { EndpointRegistryResponse } from "@forge/tool/wire";
  * const lease = new EndpointRegistryResponse({
  *   operation: "register",
  *   status: "accepted",

@@ -23,21 +23,7 @@
  *
  * @module
  */
-// The literal and JSON types the models' public shapes use, re-exported so this module's
-// documentation is self-contained.
-export type {
-  EndpointRegistryOperation,
-  EndpointRegistryResponseStatus,
-  EndpointState,
-  ExecutionPhase,
-  TerminalExecutionPhase,
-  ToolControlCommand,
-  ToolControlStatus,
-  ToolEventType,
-  ToolResultResponseStatus,
-  ToolResultStatus,
-  ToolSemantics,
-} from "./constants.ts";
+// The JSON types the models' public shapes use (the literal types are in ./constants.ts).
 export type { JsonArray, JsonObject, JsonPrimitive, JsonValue } from "../_internal/json.ts";
 export * from "./descriptors.ts";
 export * from "./execution.ts";

@@ -473,24 +473,7 @@ export class ToolExecutionStatus {
  * Checks that a terminal status and a result agree: the phase must be terminal and the result
  * status must be the one {@linkcode TERMINAL_RESULT_STATUS} maps it to. Throws `TypeError` for
  * wrong argument types and `RangeError` for a disagreement.
- *
- * @example
- * ```ts
- * import { assertThrows } from "@std/assert";
- * import { ToolExecutionStatus, ToolResult, validateExecutionResult } from "@forge/tool";
- * validateExecutionResult(
- *   new ToolExecutionStatus({ phase: "completed" }),
- *   new ToolResult({ status: "succeeded" }),
- * );
- * assertThrows(
- *   () =>
- *     validateExecutionResult(
- *       new ToolExecutionStatus({ phase: "cancelled" }),
- *       new ToolResult({ status: "succeeded" }),
- *     ),
- *   RangeError,
- * );
- * ```
+ * Internal (exported from no entry point): the handler and the definitions use it.
  */
 export function validateExecutionResult(status: ToolExecutionStatus, result: ToolResult): void {
   if (!(status instanceof ToolExecutionStatus)) {

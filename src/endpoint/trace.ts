@@ -29,7 +29,7 @@ export interface ToolSpan {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import type { ToolSpan, ToolTracer } from "@forge/tool";
+ * import type { ToolSpan, ToolTracer } from "@forge/tool/node";
  * const ended: string[] = [];
  * const tracer: ToolTracer = {
  *   startSpan: (name) => {
@@ -63,7 +63,7 @@ interface DenoTelemetry {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { denoTracer } from "@forge/tool";
+ * import { denoTracer } from "@forge/tool/node";
  * // The doc tests run without OTEL_DENO: no tracer, and the handler traces nothing.
  * assertEquals(denoTracer(), undefined);
  * ```

@@ -103,7 +103,7 @@ export interface ToolEndpointMetrics {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolLatencyHistogram } from "@forge/tool";
+ * import { ToolLatencyHistogram } from "@forge/tool/node";
  * const counts = new Array(32).fill(0);
  * counts[11] = 99; // 99 executions between 1.024 and 2.048 ms
  * counts[20] = 1; // one between 0.524 and 1.049 s

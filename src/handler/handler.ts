@@ -292,8 +292,6 @@ function notARequest(messageType: string): ToolProtocolError {
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import {
- *   makeInvokeRequestEnvelope,
- *   TOOL_ENDPOINT_PROTOCOL,
  *   ToolContext,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
@@ -302,6 +300,7 @@ function notARequest(messageType: string): ToolProtocolError {
  *   ToolRequest,
  *   ToolResult,
  * } from "@forge/tool";
+ * import { makeInvokeRequestEnvelope, TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -686,9 +685,9 @@ export class ToolEndpointHandler {
    *   ToolEndpointDescriptor,
    *   ToolEndpointHandler,
    *   ToolOperationDescriptor,
-   *   ToolProtocolError,
    *   ToolResult,
    * } from "@forge/tool";
+   * import { ToolProtocolError } from "@forge/tool/wire";
    * const handler = new ToolEndpointHandler(
    *   new ToolEndpointDescriptor({
    *     protocolVersion: "forge.tool.endpoint/v1alpha1",
@@ -958,10 +957,6 @@ export class ToolEndpointHandler {
    * ```ts
    * import { assertEquals } from "@std/assert";
    * import {
-   *   makeInvokeRequestEnvelope,
-   *   makeResultRequestEnvelope,
-   *   resultResponseFromPayload,
-   *   TOOL_ENDPOINT_PROTOCOL,
    *   ToolAccepted,
    *   ToolContext,
    *   ToolControlResponse,
@@ -973,6 +968,12 @@ export class ToolEndpointHandler {
    *   ToolRequest,
    *   ToolResultResponse,
    * } from "@forge/tool";
+   * import {
+   *   makeInvokeRequestEnvelope,
+   *   makeResultRequestEnvelope,
+   *   resultResponseFromPayload,
+   *   TOOL_ENDPOINT_PROTOCOL,
+   * } from "@forge/tool/wire";
    * let aborted = false;
    * const handler = new ToolEndpointHandler(
    *   new ToolEndpointDescriptor({

@@ -29,7 +29,7 @@ export interface NodeClock extends MonotonicClock {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { SYSTEM_CLOCK } from "@forge/tool";
+ * import { SYSTEM_CLOCK } from "@forge/tool/node";
  * const start = SYSTEM_CLOCK.now();
  * assertEquals(SYSTEM_CLOCK.now() >= start, true);
  * ```

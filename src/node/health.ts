@@ -104,13 +104,13 @@ export function endpointStateOf(
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import {
- *   EndpointHealthReporter,
- *   TOOL_ENDPOINT_PROTOCOL,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
  *   ToolOperationDescriptor,
  *   ToolResult,
  * } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
+ * import { EndpointHealthReporter } from "@forge/tool/node";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,

@@ -25,7 +25,7 @@ const CREATE_LIFECYCLE = "create an EndpointNodeLifecycle";
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { newEndpointInstanceId } from "@forge/tool";
+ * import { newEndpointInstanceId } from "@forge/tool/node";
  * assertEquals(newEndpointInstanceId().startsWith("epinst-"), true);
  * ```
  */
@@ -99,15 +99,17 @@ export interface EndpointNodeLifecycleOptions {
  * ```ts
  * import { assertEquals } from "@std/assert";
  * import {
- *   EndpointNodeLifecycle,
- *   EndpointRegistry,
- *   newEndpointInstanceId,
- *   TOOL_ENDPOINT_PROTOCOL,
  *   ToolEndpointDescriptor,
  *   ToolEndpointHandler,
  *   ToolOperationDescriptor,
  *   ToolResult,
  * } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
+ * import {
+ *   EndpointNodeLifecycle,
+ *   EndpointRegistry,
+ *   newEndpointInstanceId,
+ * } from "@forge/tool/node";
  * const handler = new ToolEndpointHandler(
  *   new ToolEndpointDescriptor({
  *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,

@@ -137,13 +137,9 @@ interface Pending {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import {
- *   EndpointRegistration,
- *   EndpointRegistry,
- *   TOOL_ENDPOINT_PROTOCOL,
- *   ToolEndpointDescriptor,
- *   ToolOperationDescriptor,
- * } from "@forge/tool";
+ * import { ToolEndpointDescriptor, ToolOperationDescriptor } from "@forge/tool";
+ * import { TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
+ * import { EndpointRegistration, EndpointRegistry } from "@forge/tool/node";
  * const registry = new EndpointRegistry({ routes: { yolo: "vision.yolo" } });
  * const registration: EndpointRegistration = new EndpointRegistration({
  *   descriptor: new ToolEndpointDescriptor({

@@ -241,13 +241,9 @@ export function descriptorsEqual(
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import {
- *   EndpointRegistry,
- *   makeRegistrationEnvelope,
- *   TOOL_ENDPOINT_PROTOCOL,
- *   ToolEndpointDescriptor,
- *   ToolOperationDescriptor,
- * } from "@forge/tool";
+ * import { ToolEndpointDescriptor, ToolOperationDescriptor } from "@forge/tool";
+ * import { makeRegistrationEnvelope, TOOL_ENDPOINT_PROTOCOL } from "@forge/tool/wire";
+ * import { EndpointRegistry } from "@forge/tool/node";
  * const registry = new EndpointRegistry({ routes: { "yolo/management": "vision.yolo" } });
  * const descriptor = new ToolEndpointDescriptor({
  *   protocolVersion: TOOL_ENDPOINT_PROTOCOL,

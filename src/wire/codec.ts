@@ -242,7 +242,7 @@ export function envelopeHeaderBound(envelope: ToolEnvelope): number {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { encodeEnvelope, ToolEnvelope } from "@forge/tool";
+ * import { encodeEnvelope, ToolEnvelope } from "@forge/tool/wire";
  * const bytes = encodeEnvelope(
  *   new ToolEnvelope({
  *     messageType: "endpoint.unregister",
@@ -289,7 +289,7 @@ export function encodedEnvelopeSize(envelope: ToolEnvelope): number {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { decodeEnvelope } from "@forge/tool";
+ * import { decodeEnvelope } from "@forge/tool/wire";
  * const envelope = decodeEnvelope(
  *   '{"endpoint_id":"vision.yolo","endpoint_instance_id":"instance-1",' +
  *     '"message_type":"endpoint.unregister","payload":{},' +

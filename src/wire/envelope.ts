@@ -142,7 +142,7 @@ const typedMark: { read: (envelope: ToolEnvelope) => boolean } = { read: () => f
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool";
+ * import { ToolEnvelope } from "@forge/tool/wire";
  * const envelope = new ToolEnvelope({
  *   messageType: "endpoint.unregister",
  *   requestId: "unregister-1",

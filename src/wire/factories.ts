@@ -76,12 +76,8 @@ export interface ExecutionRequestOptions {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import {
- *   makeInvokeRequestEnvelope,
- *   ToolContext,
- *   ToolExecutionKey,
- *   ToolRequest,
- * } from "@forge/tool";
+ * import { ToolContext, ToolExecutionKey, ToolRequest } from "@forge/tool";
+ * import { makeInvokeRequestEnvelope } from "@forge/tool/wire";
  * const context = new ToolContext({
  *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
  *   toolId: "forge.tool.detect",

@@ -6,10 +6,6 @@
 // {"reject": …}); move and serve emit `early` events before accepting, `late` events after, and
 // wait `delayMs` before accepting.
 import {
-  makeControlRequestEnvelope,
-  makeInvokeRequestEnvelope,
-  makeResultRequestEnvelope,
-  makeStatusRequestEnvelope,
   ToolAccepted,
   ToolContext,
   ToolControlResponse,
@@ -17,7 +13,6 @@ import {
   ToolEndpointError,
   ToolEndpointHandler,
   type ToolEndpointHandlerOptions,
-  type ToolEnvelope,
   ToolError,
   ToolEvent,
   type ToolEventEmitter,
@@ -27,6 +22,13 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../../mod.ts";
+import {
+  makeControlRequestEnvelope,
+  makeInvokeRequestEnvelope,
+  makeResultRequestEnvelope,
+  makeStatusRequestEnvelope,
+  type ToolEnvelope,
+} from "../../wire.ts";
 import { cellDescriptor } from "../_helpers.ts";
 
 /** The endpoint id. */

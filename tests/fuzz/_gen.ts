@@ -3,6 +3,20 @@
 // two valid messages, deep nesting, huge numbers, surrogates, oversize).
 import fc from "fast-check";
 import {
+  ToolAccepted,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolError,
+  ToolEvent,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../../mod.ts";
+import {
   EndpointRegistryResponse,
   EndpointStatus,
   makeControlRequestEnvelope,
@@ -21,20 +35,8 @@ import {
   makeStatusResponseEnvelope,
   makeUnregisterEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolAccepted,
-  ToolContext,
-  ToolControlResponse,
-  ToolEndpointDescriptor,
   type ToolEnvelope,
-  ToolError,
-  ToolEvent,
-  ToolExecutionKey,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
-} from "../../mod.ts";
+} from "../../wire.ts";
 import { MAX } from "../_helpers.ts";
 
 /** Keys that are dangerous in JavaScript objects, array-index-like keys, and the empty key. */

@@ -17,7 +17,7 @@ import {
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
 } from "../../dora.ts";
-import type { ToolEnvelope } from "../../mod.ts";
+import type { ToolEnvelope } from "../../wire.ts";
 import { type AnyTarget, describeError, type FuzzTarget, invariant } from "./_common.ts";
 import { hex, unhex } from "../_helpers.ts";
 import { ENDPOINT, fuzzEndpoint, INSTANCE, type OperationName, requestOf } from "./_endpoint.ts";

@@ -21,7 +21,12 @@ import {
   Table,
   Utf8,
 } from "apache-arrow";
-import { decodeEnvelope, encodeEnvelope, type ToolEnvelope, ToolProtocolError } from "../../mod.ts";
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  type ToolEnvelope,
+  ToolProtocolError,
+} from "../../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   decodeToolMessageIpc,

@@ -18,6 +18,24 @@
 import fc from "fast-check";
 import type { RecordBatch } from "apache-arrow";
 import {
+  ToolAccepted,
+  type ToolCallOptions,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointDescriptor,
+  ToolEndpointError,
+  ToolEndpointHandler,
+  ToolError,
+  ToolEvent,
+  type ToolEventEmitter,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../../mod.ts";
+import {
   errorFromPayload,
   invokeResponseFromPayload,
   makeControlRequestEnvelope,
@@ -27,27 +45,11 @@ import {
   resultResponseFromPayload,
   statusResponseFromPayload,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolAccepted,
-  type ToolCallOptions,
-  ToolContext,
-  ToolControlResponse,
-  ToolEndpointDescriptor,
-  ToolEndpointError,
-  ToolEndpointHandler,
   type ToolEnvelope,
-  ToolError,
-  ToolEvent,
-  type ToolEventEmitter,
-  ToolExecutionKey,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolProtocolError,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
   toolResultToPayload,
   validateResponseCorrelation,
-} from "../../mod.ts";
+} from "../../wire.ts";
 import { cellDescriptor } from "../_helpers.ts";
 import {
   DoraToolEndpointBinding,

@@ -10,14 +10,14 @@
 // arguments key for key ("__proto__" included) and nothing pollutes Object.prototype.
 import fc from "fast-check";
 import type { RecordBatch } from "apache-arrow";
+import { ToolResult } from "../../mod.ts";
 import {
   encodedEnvelopeSize,
   invokeResponseFromPayload,
   type ToolEnvelope,
   ToolProtocolError,
-  ToolResult,
   validateResponseCorrelation,
-} from "../../mod.ts";
+} from "../../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   decodeToolMessageIpc,

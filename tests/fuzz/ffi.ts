@@ -21,7 +21,7 @@ import {
   toolMessageCarrierSize,
   toolMessageToEnvelope,
 } from "../../dora.ts";
-import type { ToolEnvelope } from "../../mod.ts";
+import type { ToolEnvelope } from "../../wire.ts";
 import {
   type AnyTarget,
   type Budget,

@@ -18,10 +18,10 @@ import {
   ToolClientError,
   type ToolClientTransport,
   ToolEndpointClient,
-  type ToolEnvelope,
   type ToolInvocation,
   type ToolResult,
 } from "../../mod.ts";
+import type { ToolEnvelope } from "../../wire.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT } from "../_client_fixtures.ts";
 import { type AnyTarget, describeError, type FuzzTarget, invariant } from "./_common.ts";
 

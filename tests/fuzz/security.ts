@@ -14,6 +14,21 @@
 // max_concurrency (Action and Query) and maxPendingEvents P/P+1.
 import fc from "fast-check";
 import {
+  ToolAccepted,
+  ToolContext,
+  ToolEndpointDescriptor,
+  ToolEndpointHandler,
+  ToolError,
+  ToolEvent,
+  type ToolEventEmitter,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolOperationDescriptor,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../../mod.ts";
+import {
   decodeEnvelope,
   DEFAULT_MAX_MESSAGE_BYTES,
   encodedEnvelopeSize,
@@ -23,22 +38,9 @@ import {
   makeInvokeRequestEnvelope,
   makeStatusRequestEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
-  ToolAccepted,
-  ToolContext,
-  ToolEndpointDescriptor,
-  ToolEndpointHandler,
   ToolEnvelope,
-  ToolError,
-  ToolEvent,
-  type ToolEventEmitter,
-  ToolExecutionKey,
-  ToolExecutionStatus,
-  ToolOperationDescriptor,
   ToolProtocolError,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
-} from "../../mod.ts";
+} from "../../wire.ts";
 import {
   decodeToolMessageIpc,
   DoraToolEndpointBinding,

@@ -18,7 +18,20 @@
 import fc from "fast-check";
 import type { RecordBatch } from "apache-arrow";
 import {
-  EndpointRegistry,
+  ToolAccepted,
+  type ToolCallOptions,
+  ToolContext,
+  ToolControlResponse,
+  ToolEndpointHandler,
+  ToolEvent,
+  type ToolEventEmitter,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolRequest,
+  ToolResult,
+  ToolResultResponse,
+} from "../../mod.ts";
+import {
   endpointStatusFromEnvelope,
   eventFromPayload,
   invokeResponseFromPayload,
@@ -27,21 +40,10 @@ import {
   makeStatusRequestEnvelope,
   resultResponseFromPayload,
   statusResponseFromPayload,
-  ToolAccepted,
-  type ToolCallOptions,
-  ToolContext,
-  ToolControlResponse,
-  ToolEndpointHandler,
   type ToolEnvelope,
-  ToolEvent,
-  type ToolEventEmitter,
-  ToolExecutionKey,
-  ToolExecutionStatus,
   ToolProtocolError,
-  ToolRequest,
-  ToolResult,
-  ToolResultResponse,
-} from "../../mod.ts";
+} from "../../wire.ts";
+import { EndpointRegistry } from "../../node.ts";
 import { cellDescriptor } from "../_helpers.ts";
 import {
   decodeToolEnvelopeIpc,

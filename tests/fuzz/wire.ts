@@ -9,7 +9,7 @@
 // parser) are compared with each other on the same document (also embedded in a larger buffer
 // and parsed by range), and accepted documents are compared with JSON.parse.
 import fc from "fast-check";
-import { decodeEnvelope, encodeEnvelope, ToolProtocolError } from "../../mod.ts";
+import { decodeEnvelope, encodeEnvelope, ToolProtocolError } from "../../wire.ts";
 import { parseStrictJsonBytes, parseStrictJsonText } from "../../src/wire/_json_decode.ts";
 import {
   type AnyTarget,
