@@ -346,6 +346,8 @@ function earlyHandler(maxEarlyEvents: number, early: number) {
   const emitted: unknown[] = [];
   const handler = new ToolEndpointHandler(fuzzDescriptor(), {
     endpointInstanceId: INSTANCE,
+    // The refused early events and the failed start are what the check provokes.
+    logger: () => {},
     maxEarlyEvents,
     operations: {
       detect: { query: () => new ToolResult({ status: "succeeded" }) },
@@ -388,6 +390,8 @@ function retentionHandler(maxRetainedExecutions: number, maxConcurrency: number)
   const finished = new Set<string>();
   const handler = new ToolEndpointHandler(fuzzDescriptor(maxConcurrency), {
     endpointInstanceId: INSTANCE,
+    // Executions left running at close are what the check provokes.
+    logger: () => {},
     maxRetainedExecutions,
     operations: {
       detect: { query: () => new ToolResult({ status: "succeeded" }) },
@@ -807,6 +811,7 @@ export const BOUNDARY_CHECKS: readonly SecurityCheck[] = [
           }),
           {
             endpointInstanceId: INSTANCE,
+            logger: () => {},
             operations: {
               detect: {
                 query: async () => {
@@ -849,6 +854,8 @@ export const BOUNDARY_CHECKS: readonly SecurityCheck[] = [
         const published: ToolEnvelope[] = [];
         const watched = new ToolEndpointHandler(fuzzDescriptor(), {
           endpointInstanceId: INSTANCE,
+          // The refused late emits and the execution left running at close are provoked.
+          logger: () => {},
           maxPendingEvents: p,
           operations: {
             detect: { query: () => new ToolResult({ status: "succeeded" }) },
