@@ -39,7 +39,9 @@ function assertClean(reports: readonly TargetReport[]): void {
   const rounds = reports.map((report) => {
     const counters = Object.entries(report.counters).sort(([a], [b]) => a < b ? -1 : 1);
     return `  ${formatReport(report)}` +
-      (counters.length > 0 ? `\n    ${counters.map(([name, n]) => `${name}: ${n}`).join("; ")}` : "");
+      (counters.length > 0
+        ? `\n    ${counters.map(([name, n]) => `${name}: ${n}`).join("; ")}`
+        : "");
   });
   const shown = failures.map((failure) => {
     const input = JSON.stringify(failure.input);
