@@ -934,9 +934,8 @@ export const BOUNDARY_CHECKS: readonly SecurityCheck[] = [
       invariant(canon(args) === '{"":1,"a":2}', () => `decodeEnvelope read ${canon(args)}`);
       const back = toolMessageToEnvelope(toolEnvelopeToMessage(envelope));
       invariant(canon(back.toWireObject()) === canon(envelope.toWireObject()), "carrier");
-      if (engine !== "a") {
-        console.log(`  (this engine's JSON.parse misread the key as ${JSON.stringify(engine)})`);
-      }
+      // Whether this engine has the bug (`engine !== "a"`) does not matter: nothing is printed.
+      void engine;
     },
   },
   {
