@@ -22,6 +22,7 @@ import {
   ToolEvent,
   type ToolEventEmitter,
   ToolExecutionStatus,
+  type ToolLogger,
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
@@ -52,7 +53,14 @@ import {
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
 } from "../dora.ts";
-import { assertProtocolError, CODES, context, PROTOCOL } from "./_helpers.ts";
+import {
+  assertProtocolError,
+  CODES,
+  context,
+  PROTOCOL,
+  recordingLogger,
+  silentLogger,
+} from "./_helpers.ts";
 import { echoArguments, FakeQuery } from "./_handler_fakes.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -115,9 +123,13 @@ class InvalidResponseHandler extends ToolEndpointHandler {
   }
 }
 
-function queryHandler(query: QueryToolEndpoint = echoQuery()): ToolEndpointHandler {
+function queryHandler(
+  query: QueryToolEndpoint = echoQuery(),
+  logger: ToolLogger = silentLogger,
+): ToolEndpointHandler {
   return new ToolEndpointHandler(descriptor("vision.yolo", "detect", "query"), {
     endpointInstanceId: "instance-1",
+    logger,
     operations: { detect: query },
   });
 }
@@ -155,10 +167,11 @@ class StartProvider {
 
 const EARLY = { fraction: 0.5 };
 
-function actionSetup(earlyData?: Record<string, unknown>) {
+function actionSetup(earlyData?: Record<string, unknown>, logger: ToolLogger = silentLogger) {
   const provider = new StartProvider(earlyData);
   const handler = new ToolEndpointHandler(descriptor("motion.arm", "move", "action"), {
     endpointInstanceId: "instance-1",
+    logger,
     operations: { move: provider },
   });
   const ctx = context("motion.arm", "move", {
@@ -177,6 +190,7 @@ function sessionSetup(earlyData?: Record<string, unknown>) {
   const provider = new StartProvider(earlyData);
   const handler = new ToolEndpointHandler(descriptor("policy.runner", "serve", "session"), {
     endpointInstanceId: "instance-1",
+    logger: silentLogger,
     operations: { serve: provider },
   });
   const ctx = context("policy.runner", "serve", {
@@ -394,7 +408,8 @@ Deno.test("8 dora event sink serializes concurrent event sequences", async () =>
 });
 
 Deno.test("9 dora event encoding failure does not publish correlated error", async () => {
-  const { provider, handler, invoke } = actionSetup();
+  const recorder = recordingLogger();
+  const { provider, handler, invoke } = actionSetup(undefined, recorder.logger);
   const { published, sink } = collectingSink();
   await binding(handler, { maxMessageBytes: 1024, eventSink: sink }).dispatchInput(
     toolEnvelopeToMessage(invoke),
@@ -409,6 +424,8 @@ Deno.test("9 dora event encoding failure does not publish correlated error", asy
   );
   assertStrictEquals(error.code, CODES.MESSAGE_TOO_LARGE);
   assertEquals(published.map((envelope) => envelope.messageType), ["tool.invoke.response"]);
+  assertEquals(recorder.events(), ["error event.sink_failed"]);
+  assertStrictEquals(recorder.records[0].error, error);
 });
 
 Deno.test("10 dora early event encoding failure still publishes accepted first", async () => {
@@ -558,7 +575,8 @@ Deno.test("20 invalid response uses bounded protocol error message", async () =>
 
 Deno.test("21 dora binding returns correlated error for endpoint exception", async () => {
   const reported: unknown[] = [];
-  const response = await binding(queryHandler(raisingQuery), {
+  const recorder = recordingLogger();
+  const response = await binding(queryHandler(raisingQuery, recorder.logger), {
     onError: (error) => reported.push(error),
   }).handleInput(toolEnvelopeToMessage(request()));
   validateResponseCorrelation(request(), toolMessageToEnvelope(response));
@@ -569,6 +587,9 @@ Deno.test("21 dora binding returns correlated error for endpoint exception", asy
   assertEquals(error.details, {});
   assertStrictEquals(reported.length, 1);
   assertStrictEquals((reported[0] as Error).message, "endpoint bug");
+  // The handler records the provider's failure too, with the very error.
+  assertEquals(recorder.events(), ["error provider.query_failed"]);
+  assertStrictEquals(recorder.records[0].error, reported[0]);
 });
 
 Deno.test("22 conversion and binding validate max message bytes", () => {
@@ -910,7 +931,8 @@ Deno.test("dispatchInput answers oversized requests with the correlated fallback
 });
 
 Deno.test("a failed response publication fails later events without a second answer", async () => {
-  const { provider, handler, invoke } = actionSetup();
+  const recorder = recordingLogger();
+  const { provider, handler, invoke } = actionSetup(undefined, recorder.logger);
   const failure = new Error("output closed");
   const attempts: string[] = [];
   const sink = (batch: RecordBatch) => {
@@ -930,10 +952,12 @@ Deno.test("a failed response publication fails later events without a second ans
   );
   assertStrictEquals(late.code, "FORGE_ENDPOINT_EVENT_AFTER_TERMINAL");
   assertEquals(attempts, ["tool.invoke.response"]);
+  assertEquals(recorder.events(), ["warn execution.unknown", "warn event.after_terminal"]);
 });
 
 Deno.test("a late event emitted while the response is pending fails once publication fails", async () => {
-  const { provider, handler, invoke } = actionSetup();
+  const recorder = recordingLogger();
+  const { provider, handler, invoke } = actionSetup(undefined, recorder.logger);
   const responseSeen = Promise.withResolvers<void>();
   const release = Promise.withResolvers<void>();
   const failure = new Error("output closed");
@@ -959,6 +983,7 @@ Deno.test("a late event emitted while the response is pending fails once publica
   assertInstanceOf(late, Error);
   assertStrictEquals((late as Error).cause, failure);
   assertEquals(published, []);
+  assertEquals(recorder.events(), ["warn execution.unknown", "error event.sink_failed"]);
 });
 
 Deno.test("early events are published in order before late ones", async () => {

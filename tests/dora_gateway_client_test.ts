@@ -18,9 +18,9 @@ import {
   type ServeLifecycleSettings,
   serveToolEndpoint,
 } from "../dora.ts";
-import { createDemoHandler, demoDescriptor } from "../examples/endpoint.ts";
+import { createDemoHandler, demoDescriptor, demoEndpoint } from "../examples/endpoint.ts";
 import { startGatewayLoopback } from "../examples/gateway_loopback.ts";
-import { FakeClock } from "./_helpers.ts";
+import { FakeClock, recordingLogger } from "./_helpers.ts";
 
 const ENDPOINT = demoDescriptor.endpointId;
 
@@ -51,9 +51,14 @@ class Process {
   readonly flow = new LoopbackDataflow();
   readonly node: ReturnType<typeof serveToolEndpoint>;
   readonly #pumping: Promise<void>;
+  /** The handler's records (a killed process logs what it could not publish). */
+  readonly recorder = recordingLogger();
 
   constructor(gateway: ToolGateway, instance: string, lifecycle: ServeLifecycleSettings = {}) {
-    this.node = serveToolEndpoint(createDemoHandler(instance, 5), {
+    const handler = demoEndpoint(5, this.recorder.logger).createHandler({
+      endpointInstanceId: instance,
+    });
+    this.node = serveToolEndpoint(handler, {
       transport: this.flow.transport,
       lifecycle: { unregisterTimeoutMs: 50, ...lifecycle },
       graceMs: 50,
@@ -265,6 +270,14 @@ Deno.test("gateway client: invocation.result() resolves unknown when the provide
 
   await client.close();
   await second.stop();
+  // The killed process could publish neither the Session's terminal event nor its unregister.
+  assertEquals([...new Set(first.recorder.events())].sort(), [
+    "error event.sink_failed",
+    "warn event.terminal_refused",
+    "warn provider.aborted",
+    "warn registration.unregister_failed",
+  ]);
+  assertEquals(second.recorder.events(), []);
   await gateway.close();
 });
 

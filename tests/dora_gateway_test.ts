@@ -49,8 +49,8 @@ import {
   runToolGatewayNode,
   serveToolEndpoint,
 } from "../dora.ts";
-import { createDemoHandler, demoDescriptor } from "../examples/endpoint.ts";
-import { FakeClock, replaceEnvelope } from "./_helpers.ts";
+import { createDemoHandler, demoDescriptor, demoEndpoint } from "../examples/endpoint.ts";
+import { FakeClock, recordingLogger, replaceEnvelope } from "./_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: a gateway with two provider routes that the test plays by hand.
@@ -1073,12 +1073,12 @@ Deno.test("gateway on the loopback: a provider restart in the middle of a Sessio
   caller.connect((message) => answers.push(message));
   const start = (instance: string) => {
     const flow = new LoopbackDataflow();
-    const node = serveToolEndpoint(createDemoHandler(instance), {
-      transport: flow.transport,
-      lifecycle: { unregisterTimeoutMs: 50 },
-      graceMs: 50,
-    });
-    return { flow, node, serving: gateway.serveLoopbackRoute("demo", flow) };
+    const recorder = recordingLogger();
+    const node = serveToolEndpoint(
+      demoEndpoint(20, recorder.logger).createHandler({ endpointInstanceId: instance }),
+      { transport: flow.transport, lifecycle: { unregisterTimeoutMs: 50 }, graceMs: 50 },
+    );
+    return { flow, node, recorder, serving: gateway.serveLoopbackRoute("demo", flow) };
   };
   const first = start("process-1");
   await until(() => gateway.registry.lookup("robot.demo") !== undefined, "the first registration");
@@ -1097,6 +1097,15 @@ Deno.test("gateway on the loopback: a provider restart in the middle of a Sessio
   await first.node;
   await first.serving;
   assertEquals(gateway.registry.lookup("robot.demo")?.endpointInstanceId, "process-1");
+  // The dead process could publish neither the Session's terminal event nor its unregister.
+  assertEquals([...new Set(first.recorder.events())].sort(), [
+    "error event.sink_failed",
+    "error node.publish_failed",
+    "error node.shutdown_hook_failed",
+    "warn event.terminal_refused",
+    "warn provider.aborted",
+    "warn registration.unregister_failed",
+  ]);
 
   // A new process start registers on the same route and replaces it.
   const second = start("process-2");
@@ -1139,5 +1148,6 @@ Deno.test("gateway on the loopback: a provider restart in the middle of a Sessio
   await second.flow.stop();
   await second.node;
   await second.serving;
+  assertEquals(second.recorder.events(), []);
   await gateway.close();
 });

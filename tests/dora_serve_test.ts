@@ -9,6 +9,7 @@ import {
   ToolEvent,
   ToolExecutionKey,
   ToolExecutionStatus,
+  type ToolLogger,
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
@@ -33,6 +34,7 @@ import {
   LoopbackDataflow,
   serveToolEndpoint,
 } from "../dora.ts";
+import { recordingLogger, silentLogger } from "./_helpers.ts";
 
 const descriptor = new ToolEndpointDescriptor({
   protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -48,9 +50,11 @@ const requestContext = new ToolContext({
   operation: "detect",
 });
 
-function handler(): ToolEndpointHandler {
+/** The Query fixture; its records go to `logger` (none printed by default). */
+function handler(logger: ToolLogger = silentLogger): ToolEndpointHandler {
   return new ToolEndpointHandler(descriptor, {
     endpointInstanceId: "instance-1",
+    logger,
     operations: { detect: { query: () => new ToolResult({ status: "succeeded" }) } },
   });
 }
@@ -196,7 +200,8 @@ Deno.test("serveToolEndpoint: an unanswered unregister is logged with its reason
   const flow = new LoopbackDataflow();
   const registry = new EndpointRegistry({ routes: { yolo: "vision.yolo" }, leaseTtlMs: 60_000 });
   const logged: string[] = [];
-  const node = serveToolEndpoint(handler(), {
+  const recorder = recordingLogger();
+  const node = serveToolEndpoint(handler(recorder.logger), {
     transport: flow.transport,
     lifecycle: { unregisterTimeoutMs: 50, health: { periodMs: 60_000 } },
     logger: (level, message) => void logged.push(`${level} ${message}`),
@@ -229,6 +234,12 @@ Deno.test("serveToolEndpoint: an unanswered unregister is logged with its reason
       )
     ),
     logged.join("\n"),
+  );
+  // The registration's own record goes to the handler's logger.
+  assertEquals(
+    recorder.records.filter((record) => record.event === "registration.unregister_failed")
+      .map((record) => String(record.error)),
+    ["Error: no endpoint.registry.response to unregister within 50 ms"],
   );
 });
 
@@ -318,8 +329,10 @@ Deno.test("serveToolEndpoint counts events in stats.responses and their failed s
   const go = Promise.withResolvers<void>();
   const emitted = Promise.withResolvers<void>();
   const pending = new ToolExecutionStatus({ phase: "running" });
+  const recorder = recordingLogger();
   const actionHandler = new ToolEndpointHandler(actionDescriptor, {
     endpointInstanceId: "instance-1",
+    logger: recorder.logger,
     operations: {
       move: {
         start(_request, _context, events) {
@@ -376,6 +389,8 @@ Deno.test("serveToolEndpoint counts events in stats.responses and their failed s
   // event was counted and logged.
   assertEquals([stats.responses, stats.sendFailures], [4, 1]);
   assert(logged.some((line) => line.startsWith("error publishing") && line.includes("link down")));
+  // The handler records the failed event and the execution shutdown left without an outcome.
+  assertEquals(recorder.events(), ["error event.sink_failed", "warn execution.unknown"]);
 });
 
 // --- Health state changes are reported when they happen ----------------------------------------
@@ -431,6 +446,8 @@ Deno.test("serveToolEndpoint reports busy at a saturating Query's admission and 
   const release = Promise.withResolvers<void>();
   const blocking = new ToolEndpointHandler(descriptor, {
     endpointInstanceId: "instance-1",
+    // The 1 ms unregister of NO_PERIOD gets no answer: not what this test checks.
+    logger: silentLogger,
     operations: {
       detect: {
         query: async () => {
@@ -475,6 +492,8 @@ Deno.test("serveToolEndpoint reports an Action's permit release with no request 
   let done = false;
   const actionHandler = new ToolEndpointHandler(actionDescriptor, {
     endpointInstanceId: "instance-1",
+    // The 1 ms unregister of NO_PERIOD gets no answer: not what this test checks.
+    logger: silentLogger,
     operations: {
       move: {
         start(_request, _context, events) {

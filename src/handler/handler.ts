@@ -975,6 +975,7 @@ export class ToolEndpointHandler {
    *   TOOL_ENDPOINT_PROTOCOL,
    * } from "@forge/tool/wire";
    * let aborted = false;
+   * const logged: string[] = [];
    * const handler = new ToolEndpointHandler(
    *   new ToolEndpointDescriptor({
    *     protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -985,6 +986,7 @@ export class ToolEndpointHandler {
    *   }),
    *   {
    *     endpointInstanceId: "instance-1",
+   *     logger: (record) => void logged.push(record.event),
    *     operations: {
    *       move: {
    *         start: (_request, _context, _events, { signal }) => {
@@ -1013,6 +1015,7 @@ export class ToolEndpointHandler {
    * // ... publishing the acceptance failed:
    * assertEquals(handler.abandonInvoke(invoke), true);
    * assertEquals(aborted, true);
+   * assertEquals(logged, ["execution.unknown"]);
    * const [answer] = await handler.dispatch(
    *   makeResultRequestEnvelope(context, { requestId: "request-2", endpointInstanceId: "instance-1" }),
    * );
