@@ -74,8 +74,6 @@ export {
 export {
   runToolEndpointNode,
   ToolEndpointNode,
-  type ToolEndpointNodeLogger,
-  type ToolEndpointNodeLogLevel,
   type ToolEndpointNodeOptions,
   type ToolEndpointNodeStats,
   type ToolEndpointNodeStopReason,

@@ -35,6 +35,7 @@ export type * from "./src/endpoint/spi.ts";
 // --- provider: logger (issue 12) ---
 export {
   consoleLogger,
+  lineLogger,
   type ToolLogger,
   type ToolLogLevel,
   type ToolLogRecord,

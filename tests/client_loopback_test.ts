@@ -21,6 +21,7 @@ import {
   serveToolEndpoint,
 } from "../dora.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
+import { recordingLogger } from "./_helpers.ts";
 
 type ClientOptions = Omit<ToolEndpointClientOptions, "transport" | "endpointId">;
 
@@ -374,7 +375,8 @@ Deno.test("client loopback: registry messages on the response output are not ans
 Deno.test("client loopback: the client as a Dora node (DoraToolClientTransport on the node side)", async () => {
   const arm = armEndpoint();
   const flow = new LoopbackDataflow({ requestInputId: "tool_response" });
-  const transport = new DoraToolClientTransport(flow.transport);
+  const log = recordingLogger();
+  const transport = new DoraToolClientTransport(flow.transport, { logger: log.logger });
   const client = new ToolEndpointClient({
     transport,
     endpointId: ENDPOINT,
@@ -394,6 +396,8 @@ Deno.test("client loopback: the client as a Dora node (DoraToolClientTransport o
   assertEquals((await client.query("echo", { n: 2 })).outputs, { echo: { n: 2 } });
   assertEquals(transport.stats.ignored, 1);
   assertEquals(transport.stats.undecodable, 1);
+  assertEquals(log.events(), ["warn client_transport.undecodable"]);
+  assertEquals(log.records[0].message, "a message of 2 bytes did not decode; dropped");
   assertEquals(transport.stats.sent, 1);
   await flow.stop();
   await transport.done;
