@@ -1,6 +1,6 @@
-// Observability: one ToolLogger reaches every part (binding, runner, lifecycle, registration,
-// health, registry, gateway), each record names its event and the ids it concerns, and the legacy
-// hooks (onError, onListenerError, the (level, message) loggers) keep working.
+// Observability: one ToolLogger reaches every part (binding, runner, serve, lifecycle,
+// registration, health, registry, gateway, gateway node, client, client transports), each record
+// names its event and the ids it concerns; lineLogger adapts a (level, message) line logger.
 import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import {
   consoleLogger,
@@ -75,7 +75,7 @@ Deno.test("binding: an unencodable response is a binding.response_unencodable re
   assertEquals((record.error as { code?: string }).code, "FORGE_PROTOCOL_MESSAGE_TOO_LARGE");
 });
 
-Deno.test("binding: its own logger option wins over the handler's, and onError replaces both", async () => {
+Deno.test("binding: its own logger option wins over the handler's", async () => {
   const { toolEnvelopeToMessage } = await import("../dora.ts");
   const handlerLog = recorder();
   const bindingLog = recorder();
@@ -84,14 +84,6 @@ Deno.test("binding: its own logger option wins over the handler's, and onError r
     .dispatchInput(toolEnvelopeToMessage(invokeFor(QUERY)));
   assertEquals(events(bindingLog.records), ["error binding.response_unencodable"]);
   assertEquals(handlerLog.records, []);
-  const reported: unknown[] = [];
-  await new DoraToolEndpointBinding(handler, {
-    maxMessageBytes: 1024,
-    logger: bindingLog.logger,
-    onError: (error) => reported.push(error),
-  }).dispatchInput(toolEnvelopeToMessage(invokeFor(QUERY)));
-  assertEquals(reported.length, 1);
-  assertEquals(bindingLog.records.length, 1);
   assertThrows(
     () => new DoraToolEndpointBinding(handler, { logger: 5 as never }),
     TypeError,
@@ -226,14 +218,14 @@ Deno.test("lifecycle: its logger reaches registration and health; by default the
   }
 });
 
-Deno.test("runner: toolLogger receives node.request_failed with the error; the legacy logger is not defaulted then", async () => {
+Deno.test("runner: its logger receives node.request_failed with the error, and replaces the transport log", async () => {
   const { records, logger } = recorder();
   const flow = new LoopbackDataflow();
   const failure = new Error("boom");
   const done = runToolEndpointNode({
     transport: flow.transport,
     handle: () => Promise.reject(failure),
-    toolLogger: logger,
+    logger,
   });
   await flow.input("tick", new Uint8Array(0));
   await flow.request(new Uint8Array([1]));
@@ -243,7 +235,17 @@ Deno.test("runner: toolLogger receives node.request_failed with the error; the l
   assertEquals(events(failures), ["debug node.input_ignored", "error node.request_failed"]);
   assertStrictEquals(failures[1].error, failure);
   assertEquals(failures[1].message, "request 1 (1 bytes) failed: Error: boom");
-  assertEquals(flow.logs, [], "the transport log is the default only without toolLogger");
+  assertEquals(flow.logs, [], "the transport log is the default only without a logger");
+  assertThrows(
+    () =>
+      runToolEndpointNode({
+        transport: flow.transport,
+        handle: () => Promise.resolve(),
+        logger: 1 as never,
+      }),
+    TypeError,
+    "Cannot create a ToolEndpointNode as 'logger' must be a function: current value is 1",
+  );
 });
 
 Deno.test("serve: the handler's logger reaches the runner; the default handler logger keeps the Dora log", async () => {
@@ -262,21 +264,15 @@ Deno.test("serve: the handler's logger reaches the runner; the default handler l
   assertEquals(flow.logs, []);
 });
 
-Deno.test("gateway: toolLogger receives gateway.dropped records next to the (level, message) logger", () => {
+Deno.test("gateway: its logger receives gateway.dropped records", () => {
   const { records, logger } = recorder();
-  const lines: string[] = [];
-  const gateway = new ToolGateway({
-    routes: { yolo: "vision.yolo" },
-    toolLogger: logger,
-    logger: (level, message) => void lines.push(`${level}: ${message}`),
-  });
+  const gateway = new ToolGateway({ routes: { yolo: "vision.yolo" }, logger });
   gateway.receive("yolo", new Uint8Array([1, 2, 3]));
   assertEquals(events(records), ["warn gateway.dropped"]);
-  assertEquals(lines, [`warn: ${records[0].message}`]);
   assertEquals(gateway.stats.dropped, 1);
   assertThrows(
-    () => new ToolGateway({ routes: {}, toolLogger: 1 as never }),
+    () => new ToolGateway({ routes: {}, logger: 1 as never }),
     TypeError,
-    "Cannot create the gateway as 'toolLogger' must be a function: current value is 1",
+    "Cannot create a ToolGateway as 'logger' must be a function: current value is 1",
   );
 });
