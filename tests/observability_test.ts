@@ -1,15 +1,18 @@
 // Observability: one ToolLogger reaches every part (binding, runner, serve, lifecycle,
 // registration, health, registry, gateway, gateway node, client, client transports), each record
 // names its event and the ids it concerns; lineLogger adapts a (level, message) line logger.
-import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
+import { assertEquals, assertStrictEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import {
   consoleLogger,
   EndpointHealthReporter,
   EndpointNodeLifecycle,
   EndpointRegistration,
   EndpointRegistry,
+  InProcessToolClientTransport,
+  lineLogger,
   makeRegistrationEnvelope,
   ToolAccepted,
+  ToolEndpointClient,
   type ToolLogger,
   type ToolLogRecord,
   ToolResult,
@@ -18,10 +21,12 @@ import {
   DoraToolEndpointBinding,
   LoopbackDataflow,
   runToolEndpointNode,
+  runToolGatewayNode,
   serveToolEndpoint,
   ToolGateway,
 } from "../dora.ts";
 import { FakeClock } from "./_helpers.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE as ARM_INSTANCE } from "./_client_fixtures.ts";
 import {
   ACTION,
   actionHandler,
@@ -274,5 +279,146 @@ Deno.test("gateway: its logger receives gateway.dropped records", () => {
     () => new ToolGateway({ routes: {}, logger: 1 as never }),
     TypeError,
     "Cannot create a ToolGateway as 'logger' must be a function: current value is 1",
+  );
+});
+
+Deno.test("lineLogger: hands each record to the line logger as consoleLogger's text", () => {
+  const lines: string[] = [];
+  const logger = lineLogger((level, message) => lines.push(`${level}|${message}`));
+  logger({ level: "info", event: "a.b", message: "hello" });
+  logger({
+    level: "error",
+    event: "binding.dispatch_failed",
+    message: "failed",
+    endpointId: "vision.yolo",
+    requestId: "r-1",
+    error: "not an Error",
+  });
+  assertEquals(lines, [
+    "info|[a.b] hello",
+    'error|[binding.dispatch_failed] failed (endpoint=vision.yolo, request=r-1) "not an Error"',
+  ]);
+  assertThrows(
+    () => lineLogger(1 as never),
+    TypeError,
+    "Cannot create a line logger as 'write' must be a function: current value is 1",
+  );
+});
+
+Deno.test("runner: by default warnings and errors reach the transport log as consoleLogger's text", async () => {
+  const flow = new LoopbackDataflow();
+  const done = runToolEndpointNode({
+    transport: flow.transport,
+    handle: () => Promise.reject("boom"),
+  });
+  await flow.input("tick", new Uint8Array(0));
+  await flow.request(new Uint8Array([1]));
+  await flow.stop();
+  await done;
+  assertEquals(flow.logs, [{
+    level: "error",
+    message: '[node.request_failed] request 1 (1 bytes) failed: boom "boom"',
+  }]);
+});
+
+Deno.test("serve: its logger reaches the binding, the runner and the lifecycle, not the handler's", async () => {
+  const handlerLog = recorder();
+  const nodeLog = recorder();
+  const flow = new LoopbackDataflow();
+  const serving = serveToolEndpoint(queryHandler(HUGE_QUERY, { logger: handlerLog.logger }), {
+    transport: flow.transport,
+    maxMessageBytes: 1024,
+    lifecycle: {
+      registration: { responseTimeoutMs: 1 },
+      unregisterTimeoutMs: 1,
+      health: {
+        degraded: () => {
+          throw new Error("sensor");
+        },
+      },
+    },
+    logger: nodeLog.logger,
+  });
+  const { encodeToolEnvelopeIpc } = await import("../dora.ts");
+  await flow.request(encodeToolEnvelopeIpc(invokeFor(QUERY)));
+  await flow.request(new Uint8Array([1, 2, 3]));
+  await flow.stop();
+  await serving;
+  const seen = new Set(events(nodeLog.records));
+  for (
+    const expected of [
+      "error binding.response_unencodable",
+      "error node.request_failed",
+      "error health.callback_failed",
+    ]
+  ) {
+    assertEquals(seen.has(expected), true, `${expected} in ${[...seen].join(", ")}`);
+  }
+  assertEquals(handlerLog.records.filter((record) => !record.event.startsWith("execution.")), []);
+  assertEquals(flow.logs, []);
+});
+
+Deno.test("gateway node: an undecodable caller request is a gateway_node.caller_input_undecodable record", async () => {
+  for (const own of [true, false]) {
+    const { records, logger } = recorder();
+    const flow = new LoopbackDataflow();
+    const running = runToolGatewayNode(new ToolGateway({ routes: {}, logger: () => {} }), {
+      transport: flow.transport,
+      callers: { planner_request: "planner_response" },
+      logger: own ? logger : undefined,
+    });
+    await flow.input("planner_request", new Uint8Array([1, 2, 3]));
+    await flow.stop();
+    assertEquals((await running).invalidCallerInputs, 1);
+    if (own) {
+      assertEquals(events(records), ["warn gateway_node.caller_input_undecodable"]);
+      assertEquals(flow.logs, []);
+    } else {
+      // The default: the transport's log, as the text consoleLogger writes.
+      assertEquals(flow.logs.length, 1);
+      assertEquals(flow.logs[0].level, "warn");
+      assertStringIncludes(
+        flow.logs[0].message,
+        "[gateway_node.caller_input_undecodable] dropped undecodable request on caller input " +
+          "'planner_request': ",
+      );
+    }
+  }
+});
+
+Deno.test("client: a control that fails in the background is a client.background_failed record", async () => {
+  const arm = armEndpoint();
+  const inner = new InProcessToolClientTransport(arm.handler);
+  const { records, logger } = recorder();
+  const client = new ToolEndpointClient({
+    transport: {
+      connect: (deliver) => inner.connect(deliver),
+      send: (request) =>
+        request.messageType === "tool.control.request"
+          ? Promise.reject(new Error("link down"))
+          : inner.send(request),
+    },
+    endpointId: ENDPOINT,
+    endpointInstanceId: ARM_INSTANCE,
+    descriptor: DESCRIPTOR,
+    logger,
+  });
+  const controller = new AbortController();
+  const move = await client.invoke("move", { steps: 100_000, stepMs: 5 }, {
+    signal: controller.signal,
+  });
+  controller.abort();
+  while (records.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  assertEquals(events(records), ["error client.background_failed"]);
+  assertEquals(
+    [records[0].endpointId, records[0].invocationId, records[0].attemptId],
+    [ENDPOINT, move.key.invocationId, move.key.attemptId],
+  );
+  await client.close();
+  await arm.handler.close({ graceMs: 0 });
+  assertThrows(
+    () => new ToolEndpointClient({ transport: inner, endpointId: ENDPOINT, logger: 1 as never }),
+    TypeError,
+    "'logger' must be a function: current value is 1",
   );
 });
