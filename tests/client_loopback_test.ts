@@ -31,14 +31,20 @@ async function withLoopback(
   options: ClientOptions,
   body: (
     client: ToolEndpointClient,
-    context: { flow: LoopbackDataflow; arm: ReturnType<typeof armEndpoint> },
+    context: {
+      flow: LoopbackDataflow;
+      arm: ReturnType<typeof armEndpoint>;
+      /** What the client transport logged. */
+      transportLog: ReturnType<typeof recordingLogger>;
+    },
   ) => Promise<void>,
 ): Promise<void> {
   const arm = armEndpoint();
   const flow = new LoopbackDataflow({ faults });
   const serving = serveToolEndpoint(arm.handler, { transport: flow.transport, graceMs: 200 });
+  const transportLog = recordingLogger();
   const client = new ToolEndpointClient({
-    transport: new LoopbackToolClientTransport(flow),
+    transport: new LoopbackToolClientTransport(flow, { logger: transportLog.logger }),
     endpointId: ENDPOINT,
     endpointInstanceId: INSTANCE,
     descriptor: DESCRIPTOR,
@@ -46,7 +52,7 @@ async function withLoopback(
     ...options,
   });
   try {
-    await body(client, { flow, arm });
+    await body(client, { flow, arm, transportLog });
   } finally {
     await client.close();
     await flow.stop();
@@ -185,7 +191,7 @@ Deno.test("client loopback: a lost terminal event and a lost result answer are r
 Deno.test("client loopback: forged answers are dropped and never reach another call", async () => {
   let forgedOnce = false;
   const injected: ToolEnvelope[] = [];
-  await withLoopback({}, {}, async (client, { flow }) => {
+  await withLoopback({}, {}, async (client, { flow, transportLog }) => {
     // Two concurrent queries; before the first answer, forge answers carrying a pending request
     // id with another invocation, another instance, and another operation.
     const faultyFlow = flow;
@@ -222,6 +228,7 @@ Deno.test("client loopback: forged answers are dropped and never reach another c
     assertEquals(rb.outputs, { echo: { who: "b", delayMs: 20 } });
     assertEquals(client.stats.mismatched, 2);
     assertEquals(client.stats.uncorrelated, 1);
+    assertEquals(transportLog.events(), ["warn client_transport.undecodable"]);
   });
 });
 
