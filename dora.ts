@@ -70,8 +70,6 @@ export {
 export {
   runToolEndpointNode,
   ToolEndpointNode,
-  type ToolEndpointNodeLogger,
-  type ToolEndpointNodeLogLevel,
   type ToolEndpointNodeOptions,
   type ToolEndpointNodeStats,
   type ToolEndpointNodeStopReason,

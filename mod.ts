@@ -108,6 +108,7 @@ export {
 export { ToolEndpointError, type ToolErrorCode, ToolErrorCodes } from "./src/endpoint/errors.ts";
 export {
   consoleLogger,
+  lineLogger,
   type ToolLogger,
   type ToolLogLevel,
   type ToolLogRecord,

@@ -76,7 +76,7 @@ const gateway = new ToolGateway({
   // Renewed every ~200 ms (a tenth of the lease), so the trace shows renewals while a loaded
   // machine that stalls the demo for a second still keeps the registration.
   leaseTtlMs: 2000,
-  logger: (level, message) => {
+  logger: ({ level, message }) => {
     if (level !== "debug") console.log(`${elapsed()}  [gateway ${level}] ${message}`);
   },
 });
@@ -89,7 +89,7 @@ const dataflow = startGatewayLoopback({
       health: { periodMs: 200 },
       unregisterTimeoutMs: 300,
     },
-    logger: (level, message) => {
+    logger: ({ level, message }) => {
       if (level !== "debug") console.log(`${elapsed()}  [node ${level}] ${message}`);
     },
   },

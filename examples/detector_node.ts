@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { lineLogger } from "../mod.ts";
 import { openDoraNode, serveToolEndpoint } from "../dora.ts";
 import { createDemoHandler } from "./endpoint.ts";
 
@@ -22,6 +23,7 @@ const transport = await openDoraNode();
 const stats = await serveToolEndpoint(handler, {
   transport,
   lifecycle: true,
-  logger: (level, message) => transport.log?.(level, message),
+  // The Dora log gets every record of the node (runner, binding, registration, health) as lines.
+  logger: lineLogger((level, message) => transport.log?.(level, message)),
 });
 console.error(`detector node stopped (${stats.stopReason}) after ${stats.requests} requests`);

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { lineLogger } from "../mod.ts";
 import { ToolGateway } from "../gateway.ts";
 import { openDoraNode, runToolGatewayNode } from "../dora.ts";
 import { demoDescriptor } from "./endpoint.ts";
@@ -22,7 +23,8 @@ import { demoDescriptor } from "./endpoint.ts";
 const transport = await openDoraNode();
 const gateway = new ToolGateway({
   routes: { detector: demoDescriptor.endpointId },
-  logger: (level, message) => transport.log(level, message),
+  // The Dora log gets the gateway's records as lines.
+  logger: lineLogger((level, message) => transport.log(level, message)),
 });
 const stats = await runToolGatewayNode(gateway, {
   transport,

@@ -21,6 +21,7 @@ import {
   serveToolEndpoint,
 } from "../dora.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
+import { recordingLogger } from "./_helpers.ts";
 
 type ClientOptions = Omit<ToolEndpointClientOptions, "transport" | "endpointId">;
 
@@ -30,14 +31,20 @@ async function withLoopback(
   options: ClientOptions,
   body: (
     client: ToolEndpointClient,
-    context: { flow: LoopbackDataflow; arm: ReturnType<typeof armEndpoint> },
+    context: {
+      flow: LoopbackDataflow;
+      arm: ReturnType<typeof armEndpoint>;
+      /** What the client transport logged. */
+      transportLog: ReturnType<typeof recordingLogger>;
+    },
   ) => Promise<void>,
 ): Promise<void> {
   const arm = armEndpoint();
   const flow = new LoopbackDataflow({ faults });
   const serving = serveToolEndpoint(arm.handler, { transport: flow.transport, graceMs: 200 });
+  const transportLog = recordingLogger();
   const client = new ToolEndpointClient({
-    transport: new LoopbackToolClientTransport(flow),
+    transport: new LoopbackToolClientTransport(flow, { logger: transportLog.logger }),
     endpointId: ENDPOINT,
     endpointInstanceId: INSTANCE,
     descriptor: DESCRIPTOR,
@@ -45,7 +52,7 @@ async function withLoopback(
     ...options,
   });
   try {
-    await body(client, { flow, arm });
+    await body(client, { flow, arm, transportLog });
   } finally {
     await client.close();
     await flow.stop();
@@ -184,7 +191,7 @@ Deno.test("client loopback: a lost terminal event and a lost result answer are r
 Deno.test("client loopback: forged answers are dropped and never reach another call", async () => {
   let forgedOnce = false;
   const injected: ToolEnvelope[] = [];
-  await withLoopback({}, {}, async (client, { flow }) => {
+  await withLoopback({}, {}, async (client, { flow, transportLog }) => {
     // Two concurrent queries; before the first answer, forge answers carrying a pending request
     // id with another invocation, another instance, and another operation.
     const faultyFlow = flow;
@@ -221,6 +228,7 @@ Deno.test("client loopback: forged answers are dropped and never reach another c
     assertEquals(rb.outputs, { echo: { who: "b", delayMs: 20 } });
     assertEquals(client.stats.mismatched, 2);
     assertEquals(client.stats.uncorrelated, 1);
+    assertEquals(transportLog.events(), ["warn client_transport.undecodable"]);
   });
 });
 
@@ -374,7 +382,8 @@ Deno.test("client loopback: registry messages on the response output are not ans
 Deno.test("client loopback: the client as a Dora node (DoraToolClientTransport on the node side)", async () => {
   const arm = armEndpoint();
   const flow = new LoopbackDataflow({ requestInputId: "tool_response" });
-  const transport = new DoraToolClientTransport(flow.transport);
+  const log = recordingLogger();
+  const transport = new DoraToolClientTransport(flow.transport, { logger: log.logger });
   const client = new ToolEndpointClient({
     transport,
     endpointId: ENDPOINT,
@@ -394,6 +403,8 @@ Deno.test("client loopback: the client as a Dora node (DoraToolClientTransport o
   assertEquals((await client.query("echo", { n: 2 })).outputs, { echo: { n: 2 } });
   assertEquals(transport.stats.ignored, 1);
   assertEquals(transport.stats.undecodable, 1);
+  assertEquals(log.events(), ["warn client_transport.undecodable"]);
+  assertEquals(log.records[0].message, "a message of 2 bytes did not decode; dropped");
   assertEquals(transport.stats.sent, 1);
   await flow.stop();
   await transport.done;

@@ -28,6 +28,7 @@ import {
 import { TOOL_ENDPOINT_PROTOCOL, ToolEnvelope } from "../wire.ts";
 import { makeInvokeResponseEnvelope } from "../src/wire/factories.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
+import { recordingLogger } from "./_helpers.ts";
 
 type ClientOptions = Omit<ToolEndpointClientOptions, "transport" | "endpointId">;
 
@@ -323,11 +324,11 @@ Deno.test("client: abort sends stop to a Session", async () => {
 
 Deno.test("client: without a descriptor, abort of a Session learns stop after cancel is unsupported", async () => {
   const arm = armEndpoint();
-  const errors: unknown[] = [];
+  const log = recordingLogger();
   const client = new ToolEndpointClient({
     transport: new InProcessToolClientTransport(arm.handler),
     endpointId: ENDPOINT,
-    onError: (error) => errors.push(error),
+    logger: log.logger,
   });
   const controller = new AbortController();
   const watch = await client.invoke("watch", { steps: 100_000, stepMs: 5 }, {
@@ -337,7 +338,7 @@ Deno.test("client: without a descriptor, abort of a Session learns stop after ca
   controller.abort();
   while (arm.watch.calls.control === 0) await new Promise((r) => setTimeout(r, 1));
   assertEquals(arm.watch.calls.control, 1, "the handler answered cancel unsupported, then stop");
-  assertEquals(errors, []);
+  assertEquals(log.records, []);
   await client.close();
   await arm.handler.close({ graceMs: 100 });
 });
@@ -613,12 +614,12 @@ Deno.test("client: a short exchange times out on time even while a long one is p
 
 Deno.test("client: close() right after an abort lets the cancel it sent finish", async () => {
   const arm = armEndpoint();
-  const errors: unknown[] = [];
+  const log = recordingLogger();
   const client = new ToolEndpointClient({
     transport: new InProcessToolClientTransport(arm.handler),
     endpointId: ENDPOINT,
     descriptor: DESCRIPTOR,
-    onError: (error) => errors.push(error),
+    logger: log.logger,
   });
   const controller = new AbortController();
   const move = await client.invoke("move", { steps: 100_000, stepMs: 5 }, {
@@ -628,7 +629,7 @@ Deno.test("client: close() right after an abort lets the cancel it sent finish",
   await client.close();
   // Any failure of the background cancel is reported within microtasks: flush them all.
   await new Promise((resolve) => setTimeout(resolve, 0));
-  assertEquals(errors, []);
+  assertEquals(log.records, []);
   assertEquals(arm.move.calls.control, 1);
   await assertRejects(() => move.result());
   await arm.handler.close({ graceMs: 100 });

@@ -214,13 +214,11 @@ function collectingSink() {
   return { published, sink };
 }
 
-const quiet: DoraToolEndpointBindingOptions["onError"] = () => {};
-
 function binding(
   handler: ToolEndpointHandler,
   options: DoraToolEndpointBindingOptions = {},
 ): DoraToolEndpointBinding {
-  return new DoraToolEndpointBinding(handler, { onError: quiet, ...options });
+  return new DoraToolEndpointBinding(handler, { logger: silentLogger, ...options });
 }
 
 /** A carrier whose payload_json column is replaced (no validation on the way). */
@@ -574,10 +572,10 @@ Deno.test("20 invalid response uses bounded protocol error message", async () =>
 });
 
 Deno.test("21 dora binding returns correlated error for endpoint exception", async () => {
-  const reported: unknown[] = [];
   const recorder = recordingLogger();
+  const log = recordingLogger();
   const response = await binding(queryHandler(raisingQuery, recorder.logger), {
-    onError: (error) => reported.push(error),
+    logger: log.logger,
   }).handleInput(toolEnvelopeToMessage(request()));
   validateResponseCorrelation(request(), toolMessageToEnvelope(response));
   const error = decodeError(response);
@@ -585,11 +583,13 @@ Deno.test("21 dora binding returns correlated error for endpoint exception", asy
   assertStrictEquals(error.message, "endpoint failed to produce a valid response");
   assertStrictEquals(error.retryable, false);
   assertEquals(error.details, {});
-  assertStrictEquals(reported.length, 1);
-  assertStrictEquals((reported[0] as Error).message, "endpoint bug");
+  assertEquals(log.events(), ["error binding.dispatch_failed"]);
+  assertStrictEquals(log.records[0].requestId, request().requestId);
+  assertStrictEquals(log.records[0].invocationId, request().invocationId);
+  assertStrictEquals((log.records[0].error as Error).message, "endpoint bug");
   // The handler records the provider's failure too, with the very error.
   assertEquals(recorder.events(), ["error provider.query_failed"]);
-  assertStrictEquals(recorder.records[0].error, reported[0]);
+  assertStrictEquals(recorder.records[0].error, log.records[0].error);
 });
 
 Deno.test("22 conversion and binding validate max message bytes", () => {
@@ -675,9 +675,9 @@ Deno.test("the binding's defaults, getters and option checks", () => {
     `Cannot create a DoraToolEndpointBinding as 'eventSink' must be a function: current value is "sink"`,
   );
   assertThrows(
-    () => new DoraToolEndpointBinding(handler, { onError: 1 as never }),
+    () => new DoraToolEndpointBinding(handler, { logger: 1 as never }),
     TypeError,
-    "Cannot create a DoraToolEndpointBinding as 'onError' must be a function: current value is 1",
+    "Cannot create a DoraToolEndpointBinding as 'logger' must be a function: current value is 1",
   );
 });
 
@@ -895,20 +895,22 @@ Deno.test("forged responses, events and endpoint messages on the request input a
 });
 
 Deno.test("a request the handler refuses by throwing gets the internal fallback", async () => {
-  const reported: unknown[] = [];
+  const log = recordingLogger();
   // A status request on a Query operation: the handler raises UNSUPPORTED_OPERATION.
   const status = makeStatusRequestEnvelope(context(), {
     requestId: "status-1",
     endpointInstanceId: "instance-1",
   });
   const [response] = await binding(queryHandler(), {
-    onError: (error) => reported.push(error),
+    logger: log.logger,
   }).dispatchInput(toolEnvelopeToMessage(status));
   validateResponseCorrelation(status, toolMessageToEnvelope(response));
   assertStrictEquals(decodeError(response).code, "FORGE_ENDPOINT_INTERNAL");
-  assertInstanceOf(reported[0], ToolProtocolError);
+  assertEquals(log.events(), ["error binding.dispatch_failed"]);
+  assertStrictEquals(log.records[0].requestId, "status-1");
+  assertInstanceOf(log.records[0].error, ToolProtocolError);
   assertStrictEquals(
-    (reported[0] as ToolProtocolError).code,
+    (log.records[0].error as ToolProtocolError).code,
     "FORGE_PROTOCOL_UNSUPPORTED_OPERATION",
   );
 });

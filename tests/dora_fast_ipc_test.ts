@@ -855,7 +855,7 @@ async function bothDispatches(
     const published: unknown[] = [];
     const binding = new DoraToolEndpointBinding(handlerFor(semantics), {
       ...options,
-      onError: () => {},
+      logger: () => {},
       eventSink: (batch) => void published.push(toolMessageToEnvelope(batch).toWireObject()),
       ipcEventSink: (out) => void published.push(decodeToolEnvelopeIpc(out).toWireObject()),
     });
@@ -929,7 +929,7 @@ Deno.test("dispatchIpc answers exactly as decode + dispatchInput + encode", asyn
 Deno.test("dispatchIpc refuses non-bytes, and an Action needs ipcEventSink", async () => {
   const binding = new DoraToolEndpointBinding(handlerFor("action"), {
     eventSink: () => {},
-    onError: () => {},
+    logger: () => {},
   });
   let error: unknown;
   try {

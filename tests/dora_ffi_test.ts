@@ -9,7 +9,8 @@ import {
 } from "@std/assert";
 import { delay } from "@std/async";
 import { type DoraNodeTransport, openDoraNode } from "../src/dora/ffi.ts";
-import { runToolEndpointNode, type ToolEndpointNodeLogLevel } from "../src/dora/runner.ts";
+import { runToolEndpointNode } from "../src/dora/runner.ts";
+import type { ToolLogger, ToolLogLevel } from "../mod.ts";
 import { type DoraEvent, epochMsToNtp64 } from "../src/dora/transport.ts";
 import { ToolContext, ToolExecutionKey, ToolRequest } from "../mod.ts";
 import { eventFromPayload, makeInvokeRequestEnvelope } from "../wire.ts";
@@ -145,11 +146,9 @@ function echoed(request: Uint8Array): Uint8Array {
 }
 
 function captureLogs() {
-  const lines: { level: ToolEndpointNodeLogLevel; message: string }[] = [];
-  return {
-    lines,
-    logger: (level: ToolEndpointNodeLogLevel, message: string) => lines.push({ level, message }),
-  };
+  const lines: { level: ToolLogLevel; message: string }[] = [];
+  const logger: ToolLogger = ({ level, message }) => void lines.push({ level, message });
+  return { lines, logger };
 }
 
 function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {

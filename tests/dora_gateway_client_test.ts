@@ -96,7 +96,7 @@ function gatewayWithRoute(options: Partial<ToolGatewayOptions> = {}) {
   const logs: string[] = [];
   const gateway = new ToolGateway({
     routes: { demo: ENDPOINT },
-    logger: (level, message) => logs.push(`${level}: ${message}`),
+    logger: ({ level, message }) => logs.push(`${level}: ${message}`),
     ...options,
   });
   const route = { current: undefined as Process | undefined };

@@ -110,7 +110,7 @@ class Harness {
       routes: ROUTES,
       clock: this.clock,
       leaseTtlMs: 1000,
-      logger: (level, message) => this.logs.push(`${level}: ${message}`),
+      logger: ({ level, message }) => this.logs.push(`${level}: ${message}`),
       ...options,
     });
     for (const route of Object.keys(ROUTES) as Route[]) {
@@ -187,7 +187,7 @@ Deno.test("gateway routes Query and Action through the loopback with IPC bytes o
   const logs: string[] = [];
   const gateway = new ToolGateway({
     routes: { demo: demoDescriptor.endpointId },
-    logger: (level, message) => logs.push(`${level}: ${message}`),
+    logger: ({ level, message }) => logs.push(`${level}: ${message}`),
   });
   const serving = gateway.serveLoopbackRoute("demo", flow);
   const caller = gateway.connect();

@@ -13,11 +13,11 @@ import { LoopbackDataflow } from "../src/dora/loopback.ts";
 import {
   runToolEndpointNode,
   ToolEndpointNode,
-  type ToolEndpointNodeLogLevel,
   type ToolEndpointNodeOptions,
 } from "../src/dora/runner.ts";
 import { type DoraTransport, epochMsToNtp64, ntp64ToEpochMs } from "../src/dora/transport.ts";
 import { concat } from "./_helpers.ts";
+import type { ToolLogger, ToolLogLevel } from "../mod.ts";
 
 const encoder = new TextEncoder();
 const PREFIX = encoder.encode("echo:");
@@ -35,11 +35,12 @@ function echo(received: Uint8Array[] = []): ToolEndpointNodeOptions["handle"] {
 }
 
 function captureLogs() {
-  const lines: { level: ToolEndpointNodeLogLevel; message: string }[] = [];
+  const lines: { level: ToolLogLevel; message: string }[] = [];
+  const logger: ToolLogger = ({ level, message }) => void lines.push({ level, message });
   return {
     lines,
-    logger: (level: ToolEndpointNodeLogLevel, message: string) => lines.push({ level, message }),
-    has: (level: ToolEndpointNodeLogLevel, fragment: string) =>
+    logger,
+    has: (level: ToolLogLevel, fragment: string) =>
       lines.some((l) => l.level === level && l.message.includes(fragment)),
   };
 }

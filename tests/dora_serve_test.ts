@@ -107,7 +107,7 @@ Deno.test("serveToolEndpoint refuses forged non-request messages: logged, counte
     const node = serveToolEndpoint(handler(), {
       transport: flow.transport,
       codec,
-      logger: (level, message) => void logged.push(`${level} ${message}`),
+      logger: ({ level, message }) => void logged.push(`${level} ${message}`),
     });
     for (const envelope of forged) await flow.request(encodeToolEnvelopeIpc(envelope));
     await flow.request(encodeToolEnvelopeIpc(invoke));
@@ -155,7 +155,7 @@ Deno.test("serveToolEndpoint with a lifecycle registers at start and unregisters
     // Far beyond the grace period: only an answer read after Stop ends the unregister in time.
     lifecycle: { unregisterTimeoutMs: 60_000, health: { periodMs: 60_000 } },
     graceMs: 10_000,
-    logger: (level, message) => void logged.push(`${level} ${message}`),
+    logger: ({ level, message }) => void logged.push(`${level} ${message}`),
   });
   const sent: string[] = [];
   const gateway = (async () => {
@@ -204,7 +204,7 @@ Deno.test("serveToolEndpoint: an unanswered unregister is logged with its reason
   const node = serveToolEndpoint(handler(recorder.logger), {
     transport: flow.transport,
     lifecycle: { unregisterTimeoutMs: 50, health: { periodMs: 60_000 } },
-    logger: (level, message) => void logged.push(`${level} ${message}`),
+    logger: ({ level, message }) => void logged.push(`${level} ${message}`),
   });
   const gateway = (async () => {
     for (;;) {
@@ -359,7 +359,7 @@ Deno.test("serveToolEndpoint counts events in stats.responses and their failed s
     transport: flow.transport,
     // The execution never ends by itself: at shutdown it converges to unknown after the grace.
     graceMs: 20,
-    logger: (level, message) => void logged.push(`${level} ${message}`),
+    logger: ({ level, message }) => void logged.push(`${level} ${message}`),
   });
   const context = new ToolContext({
     executionKey: new ToolExecutionKey({ invocationId: "inv-1", attemptId: "att-1" }),
@@ -551,7 +551,7 @@ Deno.test("serveToolEndpoint: a throwing health details() is logged once and the
         },
       },
     },
-    logger: (level, message) => void logged.push(`${level} ${message}`),
+    logger: ({ level, message }) => void logged.push(`${level} ${message}`),
   });
   const gateway = gatewayOf(flow);
   await flow.request(invokeOf("vision.yolo", "detect", 1));
@@ -560,7 +560,7 @@ Deno.test("serveToolEndpoint: a throwing health details() is logged once and the
   await node;
   await gateway.reading;
   assertEquals(gateway.states(), ["degraded", "unavailable"]);
-  assertEquals(logged.filter((line) => line.includes("details() failed")), [
-    "error health details() failed; reporting degraded: Error: sensor gone",
+  assertEquals(logged.filter((line) => line.includes("details() callback failed")), [
+    "error the details() callback failed; the snapshot reports degraded",
   ]);
 });

@@ -57,7 +57,7 @@ async function serveAndStop(onAbort: OnAbort, graceMs: number) {
     transport: flow.transport,
     graceMs,
     lifecycle: { unregisterTimeoutMs: 5_000, health: { periodMs: 60_000 } },
-    logger: (level, message) => void logged.push(`${level} ${message}`),
+    logger: ({ level, message }) => void logged.push(`${level} ${message}`),
   });
   const seen: string[] = [];
   const accepted = Promise.withResolvers<void>();
@@ -162,6 +162,7 @@ function bindingFor(provider: LongRunning, options: { failResponse?: boolean } =
   const handler = robotHandler(provider, new LongRunning("session", "ignore"));
   const published: ToolEnvelope[] = [];
   const reported: unknown[] = [];
+  const events: string[] = [];
   const binding = new DoraToolEndpointBinding(handler, {
     maxMessageBytes: 1024,
     eventSink: (batch: RecordBatch) => {
@@ -171,9 +172,12 @@ function bindingFor(provider: LongRunning, options: { failResponse?: boolean } =
       }
       published.push(envelope);
     },
-    onError: (error) => void reported.push(error),
+    logger: (record) => {
+      events.push(`${record.level} ${record.event} ${record.invocationId}`);
+      reported.push(record.error);
+    },
   });
-  return { handler, binding, published, reported };
+  return { handler, binding, published, reported, events };
 }
 
 async function assertAbandoned(
@@ -216,7 +220,7 @@ Deno.test("an acceptance too large for the message limit: tool.error, and the ex
     acceptedDetails: { blob: "x".repeat(2048) },
     earlyEvents: 2,
   });
-  const { handler, binding, published, reported } = bindingFor(provider);
+  const { handler, binding, published, reported, events } = bindingFor(provider);
   assertEquals(
     await binding.dispatchInput(toolEnvelopeToMessage(requests("move", "inv-1").invoke())),
     [],
@@ -224,7 +228,7 @@ Deno.test("an acceptance too large for the message limit: tool.error, and the ex
   assertEquals(published.map((envelope) => envelope.messageType), ["tool.error"]);
   assertEquals(errorFromPayload(published[0].payload).code, "FORGE_PROTOCOL_MESSAGE_TOO_LARGE");
   // The abandoned execution is reported, with the encoding failure as its cause.
-  assertEquals(reported.length, 1);
+  assertEquals(events, ["error binding.acceptance_undelivered inv-1"]);
   assertInstanceOf(reported[0], Error);
   assert(reported[0].message.includes("converged to unknown"), reported[0].message);
   assertInstanceOf(reported[0].cause, ToolProtocolError);
@@ -233,14 +237,16 @@ Deno.test("an acceptance too large for the message limit: tool.error, and the ex
 
 Deno.test("an acceptance the transport fails to send: the execution is abandoned", async () => {
   const provider = new LongRunning("action", "ignore", { earlyEvents: 2 });
-  const { handler, binding, published, reported } = bindingFor(provider, { failResponse: true });
+  const { handler, binding, published, reported, events } = bindingFor(provider, {
+    failResponse: true,
+  });
   await assertRejects(
     () => binding.dispatchInput(toolEnvelopeToMessage(requests("move", "inv-1").invoke())),
     Error,
     "link down",
   );
   assertEquals(published, []);
-  assertEquals(reported.length, 1);
+  assertEquals(events, ["error binding.acceptance_undelivered inv-1"]);
   assertEquals(((reported[0] as Error).cause as Error).message, "link down");
   await assertAbandonedAfterFailedSend(handler, provider);
 });

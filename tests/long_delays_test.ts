@@ -192,7 +192,7 @@ Deno.test("gateway exchangeTimeoutMs 2^31: an unanswered exchange is not forgott
       routes: { detector: YOLO },
       exchangeTimeoutMs: 2 ** 31,
       leaseTtlMs: 2 ** 40,
-      logger: (level, message) => logs.push(`${level}: ${message}`),
+      logger: ({ level, message }) => logs.push(`${level}: ${message}`),
     });
     gateway.attachRoute("detector", (bytes) => {
       sent.push(decodeToolEnvelopeIpc(bytes));

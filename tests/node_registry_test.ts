@@ -19,6 +19,7 @@ import {
   type EndpointRegistryChange,
   type EndpointRegistryOptions,
 } from "../node.ts";
+import { recordingLogger } from "./_helpers.ts";
 
 const ROUTE = "yolo/management";
 const OTHER_ROUTE = "arm/management";
@@ -551,12 +552,12 @@ Deno.test("the Registry takes register and unregister only; status is not a muta
 // A failing onChange listener
 
 Deno.test("an onChange that throws loses neither the change nor the response", () => {
-  const failures: [string, string][] = [];
+  const log = recordingLogger();
   const { registry } = fixture({
     onChange: (change) => {
       throw new Error(`listener down at ${change.kind}`);
     },
-    onListenerError: (error, change) => failures.push([(error as Error).message, change.kind]),
+    logger: log.logger,
   });
   const registered = decide(registry, register("instance-1"));
   assertEquals([registered.status, registered.registryRevision], ["accepted", 1]);
@@ -566,23 +567,39 @@ Deno.test("an onChange that throws loses neither the change nor the response", (
   const removed = decide(registry, unregister("instance-2"));
   assertEquals([removed.status, removed.registryRevision], ["accepted", 3]);
   assertStrictEquals(registry.lookup(ENDPOINT), undefined);
-  assertEquals(failures, [
-    ["listener down at registered", "registered"],
-    ["listener down at replaced", "replaced"],
-    ["listener down at unregistered", "unregistered"],
-  ]);
+  assertEquals(
+    log.records.map((record) => [
+      `${record.level} ${record.event} ${record.endpointId}`,
+      record.message,
+      (record.error as Error).message,
+    ]),
+    [
+      [
+        `error registry.listener_failed ${ENDPOINT}`,
+        "onChange failed for registered of instance instance-1 (revision 1)",
+        "listener down at registered",
+      ],
+      [
+        `error registry.listener_failed ${ENDPOINT}`,
+        "onChange failed for replaced of instance instance-2 (revision 2)",
+        "listener down at replaced",
+      ],
+      [
+        `error registry.listener_failed ${ENDPOINT}`,
+        "onChange failed for unregistered of instance instance-2 (revision 3)",
+        "listener down at unregistered",
+      ],
+    ],
+  );
 });
 
 Deno.test("reads during expiry do not throw when onChange throws; every expiry counts once", () => {
-  const failures: string[] = [];
+  const log = recordingLogger();
   const { registry, clock } = fixture({
     onChange: (change) => {
       if (change.kind === "expired") throw new Error("listener down");
     },
-    onListenerError: (_error, change) => {
-      failures.push(change.record.endpointId);
-      throw new Error("the error hook fails too");
-    },
+    logger: log.logger,
   });
   decide(registry, register("instance-1"));
   decide(registry, register("arm-1", descriptor(OTHER_ENDPOINT)), OTHER_ROUTE);
@@ -590,20 +607,23 @@ Deno.test("reads during expiry do not throw when onChange throws; every expiry c
   assertEquals(registry.records(), []);
   assertStrictEquals(registry.lookup(ENDPOINT), undefined);
   assertStrictEquals(registry.revision, 4);
-  assertEquals(failures, [ENDPOINT, OTHER_ENDPOINT]);
+  assertEquals(log.records.map((record) => `${record.event} ${record.endpointId}`), [
+    `registry.listener_failed ${ENDPOINT}`,
+    `registry.listener_failed ${OTHER_ENDPOINT}`,
+  ]);
   const again = decide(registry, register("instance-1"));
   assertEquals([again.status, again.registryRevision], ["accepted", 5]);
 });
 
-Deno.test("onChange and onListenerError must be functions", () => {
+Deno.test("onChange and logger must be functions", () => {
   assertThrows(
     () => fixture({ onChange: 1 as never }),
     TypeError,
     "Cannot create an EndpointRegistry as 'onChange' must be a function: current value is 1",
   );
   assertThrows(
-    () => fixture({ onListenerError: "log" as never }),
+    () => fixture({ logger: "log" as never }),
     TypeError,
-    "'onListenerError' must be a function: current value is \"log\"",
+    "'logger' must be a function: current value is \"log\"",
   );
 });

@@ -1,10 +1,13 @@
-// Observability: one ToolLogger reaches every part (binding, runner, lifecycle, registration,
-// health, registry, gateway), each record names its event and the ids it concerns, and the legacy
-// hooks (onError, onListenerError, the (level, message) loggers) keep working.
-import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
+// Observability: one ToolLogger reaches every part (binding, runner, serve, lifecycle,
+// registration, health, registry, gateway, gateway node, client, client transports), each record
+// names its event and the ids it concerns; lineLogger adapts a (level, message) line logger.
+import { assertEquals, assertStrictEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import {
   consoleLogger,
+  InProcessToolClientTransport,
+  lineLogger,
   ToolAccepted,
+  ToolEndpointClient,
   type ToolLogger,
   type ToolLogRecord,
   ToolResult,
@@ -21,9 +24,11 @@ import {
   DoraToolEndpointBinding,
   LoopbackDataflow,
   runToolEndpointNode,
+  runToolGatewayNode,
   serveToolEndpoint,
 } from "../dora.ts";
 import { FakeClock } from "./_helpers.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE as ARM_INSTANCE } from "./_client_fixtures.ts";
 import {
   ACTION,
   actionHandler,
@@ -77,7 +82,7 @@ Deno.test("binding: an unencodable response is a binding.response_unencodable re
   assertEquals((record.error as { code?: string }).code, "FORGE_PROTOCOL_MESSAGE_TOO_LARGE");
 });
 
-Deno.test("binding: its own logger option wins over the handler's, and onError replaces both", async () => {
+Deno.test("binding: its own logger option wins over the handler's", async () => {
   const { toolEnvelopeToMessage } = await import("../dora.ts");
   const handlerLog = recorder();
   const bindingLog = recorder();
@@ -86,14 +91,6 @@ Deno.test("binding: its own logger option wins over the handler's, and onError r
     .dispatchInput(toolEnvelopeToMessage(invokeFor(QUERY)));
   assertEquals(events(bindingLog.records), ["error binding.response_unencodable"]);
   assertEquals(handlerLog.records, []);
-  const reported: unknown[] = [];
-  await new DoraToolEndpointBinding(handler, {
-    maxMessageBytes: 1024,
-    logger: bindingLog.logger,
-    onError: (error) => reported.push(error),
-  }).dispatchInput(toolEnvelopeToMessage(invokeFor(QUERY)));
-  assertEquals(reported.length, 1);
-  assertEquals(bindingLog.records.length, 1);
   assertThrows(
     () => new DoraToolEndpointBinding(handler, { logger: 5 as never }),
     TypeError,
@@ -228,14 +225,14 @@ Deno.test("lifecycle: its logger reaches registration and health; by default the
   }
 });
 
-Deno.test("runner: toolLogger receives node.request_failed with the error; the legacy logger is not defaulted then", async () => {
+Deno.test("runner: its logger receives node.request_failed with the error, and replaces the transport log", async () => {
   const { records, logger } = recorder();
   const flow = new LoopbackDataflow();
   const failure = new Error("boom");
   const done = runToolEndpointNode({
     transport: flow.transport,
     handle: () => Promise.reject(failure),
-    toolLogger: logger,
+    logger,
   });
   await flow.input("tick", new Uint8Array(0));
   await flow.request(new Uint8Array([1]));
@@ -245,7 +242,17 @@ Deno.test("runner: toolLogger receives node.request_failed with the error; the l
   assertEquals(events(failures), ["debug node.input_ignored", "error node.request_failed"]);
   assertStrictEquals(failures[1].error, failure);
   assertEquals(failures[1].message, "request 1 (1 bytes) failed: Error: boom");
-  assertEquals(flow.logs, [], "the transport log is the default only without toolLogger");
+  assertEquals(flow.logs, [], "the transport log is the default only without a logger");
+  assertThrows(
+    () =>
+      runToolEndpointNode({
+        transport: flow.transport,
+        handle: () => Promise.resolve(),
+        logger: 1 as never,
+      }),
+    TypeError,
+    "Cannot create a ToolEndpointNode as 'logger' must be a function: current value is 1",
+  );
 });
 
 Deno.test("serve: the handler's logger reaches the runner; the default handler logger keeps the Dora log", async () => {
@@ -264,21 +271,156 @@ Deno.test("serve: the handler's logger reaches the runner; the default handler l
   assertEquals(flow.logs, []);
 });
 
-Deno.test("gateway: toolLogger receives gateway.dropped records next to the (level, message) logger", () => {
+Deno.test("gateway: its logger receives gateway.dropped records", () => {
   const { records, logger } = recorder();
-  const lines: string[] = [];
-  const gateway = new ToolGateway({
-    routes: { yolo: "vision.yolo" },
-    toolLogger: logger,
-    logger: (level, message) => void lines.push(`${level}: ${message}`),
-  });
+  const gateway = new ToolGateway({ routes: { yolo: "vision.yolo" }, logger });
   gateway.receive("yolo", new Uint8Array([1, 2, 3]));
   assertEquals(events(records), ["warn gateway.dropped"]);
-  assertEquals(lines, [`warn: ${records[0].message}`]);
   assertEquals(gateway.stats.dropped, 1);
   assertThrows(
-    () => new ToolGateway({ routes: {}, toolLogger: 1 as never }),
+    () => new ToolGateway({ routes: {}, logger: 1 as never }),
     TypeError,
-    "Cannot create the gateway as 'toolLogger' must be a function: current value is 1",
+    "Cannot create a ToolGateway as 'logger' must be a function: current value is 1",
+  );
+});
+
+Deno.test("lineLogger: hands each record to the line logger as consoleLogger's text", () => {
+  const lines: string[] = [];
+  const logger = lineLogger((level, message) => lines.push(`${level}|${message}`));
+  logger({ level: "info", event: "a.b", message: "hello" });
+  logger({
+    level: "error",
+    event: "binding.dispatch_failed",
+    message: "failed",
+    endpointId: "vision.yolo",
+    requestId: "r-1",
+    error: "not an Error",
+  });
+  assertEquals(lines, [
+    "info|[a.b] hello",
+    'error|[binding.dispatch_failed] failed (endpoint=vision.yolo, request=r-1) "not an Error"',
+  ]);
+  assertThrows(
+    () => lineLogger(1 as never),
+    TypeError,
+    "Cannot create a line logger as 'write' must be a function: current value is 1",
+  );
+});
+
+Deno.test("runner: by default warnings and errors reach the transport log as consoleLogger's text", async () => {
+  const flow = new LoopbackDataflow();
+  const done = runToolEndpointNode({
+    transport: flow.transport,
+    handle: () => Promise.reject("boom"),
+  });
+  await flow.input("tick", new Uint8Array(0));
+  await flow.request(new Uint8Array([1]));
+  await flow.stop();
+  await done;
+  assertEquals(flow.logs, [{
+    level: "error",
+    message: '[node.request_failed] request 1 (1 bytes) failed: boom "boom"',
+  }]);
+});
+
+Deno.test("serve: its logger reaches the binding, the runner and the lifecycle, not the handler's", async () => {
+  const handlerLog = recorder();
+  const nodeLog = recorder();
+  const flow = new LoopbackDataflow();
+  const serving = serveToolEndpoint(queryHandler(HUGE_QUERY, { logger: handlerLog.logger }), {
+    transport: flow.transport,
+    maxMessageBytes: 1024,
+    lifecycle: {
+      registration: { responseTimeoutMs: 1 },
+      unregisterTimeoutMs: 1,
+      health: {
+        degraded: () => {
+          throw new Error("sensor");
+        },
+      },
+    },
+    logger: nodeLog.logger,
+  });
+  const { encodeToolEnvelopeIpc } = await import("../dora.ts");
+  await flow.request(encodeToolEnvelopeIpc(invokeFor(QUERY)));
+  await flow.request(new Uint8Array([1, 2, 3]));
+  await flow.stop();
+  await serving;
+  const seen = new Set(events(nodeLog.records));
+  for (
+    const expected of [
+      "error binding.response_unencodable",
+      "error node.request_failed",
+      "error health.callback_failed",
+    ]
+  ) {
+    assertEquals(seen.has(expected), true, `${expected} in ${[...seen].join(", ")}`);
+  }
+  assertEquals(handlerLog.records.filter((record) => !record.event.startsWith("execution.")), []);
+  assertEquals(flow.logs, []);
+});
+
+Deno.test("gateway node: an undecodable caller request is a gateway_node.caller_input_undecodable record", async () => {
+  for (const own of [true, false]) {
+    const { records, logger } = recorder();
+    const flow = new LoopbackDataflow();
+    const running = runToolGatewayNode(new ToolGateway({ routes: {}, logger: () => {} }), {
+      transport: flow.transport,
+      callers: { planner_request: "planner_response" },
+      logger: own ? logger : undefined,
+    });
+    await flow.input("planner_request", new Uint8Array([1, 2, 3]));
+    await flow.stop();
+    assertEquals((await running).invalidCallerInputs, 1);
+    if (own) {
+      assertEquals(events(records), ["warn gateway_node.caller_input_undecodable"]);
+      assertEquals(flow.logs, []);
+    } else {
+      // The default: the transport's log, as the text consoleLogger writes.
+      assertEquals(flow.logs.length, 1);
+      assertEquals(flow.logs[0].level, "warn");
+      assertStringIncludes(
+        flow.logs[0].message,
+        "[gateway_node.caller_input_undecodable] dropped undecodable request on caller input " +
+          "'planner_request': ",
+      );
+    }
+  }
+});
+
+Deno.test("client: a control that fails in the background is a client.background_failed record", async () => {
+  const arm = armEndpoint();
+  const inner = new InProcessToolClientTransport(arm.handler);
+  const { records, logger } = recorder();
+  const client = new ToolEndpointClient({
+    transport: {
+      connect: (deliver) => inner.connect(deliver),
+      send: (request) =>
+        request.messageType === "tool.control.request"
+          ? Promise.reject(new Error("link down"))
+          : inner.send(request),
+    },
+    endpointId: ENDPOINT,
+    endpointInstanceId: ARM_INSTANCE,
+    descriptor: DESCRIPTOR,
+    logger,
+  });
+  const controller = new AbortController();
+  const move = await client.invoke("move", { steps: 100_000, stepMs: 5 }, {
+    signal: controller.signal,
+  });
+  controller.abort();
+  while (records.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  assertEquals(events(records), ["error client.background_failed"]);
+  assertEquals(
+    [records[0].endpointId, records[0].invocationId, records[0].attemptId],
+    [ENDPOINT, move.key.invocationId, move.key.attemptId],
+  );
+  await client.close();
+  await arm.handler.close({ graceMs: 0 });
+  assertThrows(
+    () => new ToolEndpointClient({ transport: inner, endpointId: ENDPOINT, logger: 1 as never }),
+    TypeError,
+    "'logger' must be a function: current value is 1",
   );
 });

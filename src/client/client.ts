@@ -7,7 +7,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
-import { formatThrown } from "../endpoint/log.ts";
+import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { ToolControlCommand, ToolSemantics } from "../endpoint/constants.ts";
 import {
   ToolAccepted,
@@ -155,12 +155,13 @@ export interface ToolEndpointClientOptions {
    */
   readonly generateId?: () => string;
   /**
-   * Told about a failure nobody awaits: the `cancel` or `stop` an abort or a dispose sent in the
-   * background.
+   * Where a failure nobody awaits is reported: the `cancel` or `stop` an abort or a dispose sent
+   * in the background. One `error` record `client.background_failed` with the endpoint id, the
+   * execution key's ids and the cause.
    *
-   * @default {console.error with the execution key}
+   * @default {consoleLogger}
    */
-  readonly onError?: (error: unknown, key: ToolExecutionKey) => void;
+  readonly logger?: ToolLogger;
 }
 
 /** Options of one call ({@linkcode ToolEndpointClient.query}, {@linkcode ToolEndpointClient.invoke}). */
@@ -384,11 +385,21 @@ function optionalString(value: unknown, name: string, action: string): string | 
   return value;
 }
 
-function defaultOnError(error: unknown, key: ToolExecutionKey): void {
-  console.error(
-    `ToolEndpointClient background failure invocation_id=${key.invocationId} ` +
-      `attempt_id=${key.attemptId} ${formatThrown(error)}`,
-  );
+/** Reports a background failure of the execution `key` to `logger`, as one record. */
+function backgroundReporter(
+  logger: ToolLogger,
+  endpointId: string,
+): (error: unknown, key: ToolExecutionKey) => void {
+  return (error, key) =>
+    logSafely(logger, {
+      level: "error",
+      event: "client.background_failed",
+      message: "a control the client sent in the background failed",
+      endpointId,
+      invocationId: key.invocationId,
+      attemptId: key.attemptId,
+      error,
+    });
 }
 
 function answerOf<T>(response: ToolEnvelope, decode: (payload: unknown) => T): Answer<T> {
@@ -551,7 +562,7 @@ export class ToolEndpointClient {
       );
     }
     optionalFunction(action, "generateId", options.generateId);
-    optionalFunction(action, "onError", options.onError);
+    const logger = optionalFunction<ToolLogger>(action, "logger", options.logger) ?? consoleLogger;
     this.#config = Object.freeze({
       endpointId,
       endpointInstanceId: optionalString(
@@ -592,7 +603,7 @@ export class ToolEndpointClient {
         options.maxBufferedEvents,
         256,
       ),
-      onError: options.onError ?? defaultOnError,
+      onError: backgroundReporter(logger, endpointId),
       generateId: options.generateId ?? (() => crypto.randomUUID()),
     });
     this.#transport = transport as ToolClientTransport;

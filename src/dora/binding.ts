@@ -71,15 +71,11 @@ export interface DoraToolEndpointBindingOptions {
    */
   readonly ipcEventSink?: DoraIpcEventSink;
   /**
-   * Told about an endpoint failure the binding answered with a correlated fallback, and about a
-   * fallback that could not be encoded. When given, it replaces the `logger` records for these
-   * failures.
-   */
-  readonly onError?: (error: unknown, request: ToolEnvelope) => void;
-  /**
-   * Where the binding reports, one record per failure with the request's ids (events
-   * `binding.dispatch_failed`, `binding.response_unencodable`, `binding.fallback_unencodable`,
-   * `binding.acceptance_undelivered`), unless `onError` is given.
+   * Where the binding reports, one `error` record per failure with the request's ids and the
+   * cause: an endpoint failure answered with a correlated fallback (`binding.dispatch_failed`),
+   * a response or fallback that could not be encoded (`binding.response_unencodable`,
+   * `binding.fallback_unencodable`), an acceptance that did not reach the caller
+   * (`binding.acceptance_undelivered`).
    *
    * @default {the handler's logger}
    */
@@ -218,7 +214,6 @@ export class DoraToolEndpointBinding {
   readonly #handler: ToolEndpointHandler;
   readonly #arrow: OutputCodec<RecordBatch>;
   readonly #ipc: OutputCodec<Uint8Array>;
-  readonly #onError: ((error: unknown, request: ToolEnvelope) => void) | undefined;
   readonly #logger: ToolLogger;
   readonly #onRegistryResponse: ((response: ToolEnvelope) => void) | undefined;
   readonly #maxMessageBytes: number;
@@ -276,15 +271,9 @@ export class DoraToolEndpointBinding {
       "ipcEventSink",
       options.ipcEventSink,
     );
-    const onError = optionalFunction<(error: unknown, request: ToolEnvelope) => void>(
-      CREATE_BINDING,
-      "onError",
-      options.onError,
-    );
     this.#handler = handler;
     this.#arrow = { encode: toolEnvelopeToMessage, sink };
     this.#ipc = { encode: encodeToolEnvelopeIpc, sink: ipcSink };
-    this.#onError = onError;
     this.#logger = optionalFunction<ToolLogger>(CREATE_BINDING, "logger", options.logger) ??
       handler.logger;
     this.#onRegistryResponse = optionalFunction<(response: ToolEnvelope) => void>(
@@ -322,17 +311,9 @@ export class DoraToolEndpointBinding {
     return this.#maxCarrierBytes;
   }
 
-  /** Reports a failure to `onError` when given, else as a `logger` record with the request's ids. */
+  /** Reports a failure as a `logger` record with the request's ids. */
   #report(event: string, message: string, error: unknown, request: ToolEnvelope): void {
-    if (this.#onError === undefined) {
-      logSafely(this.#logger, { level: "error", event, message, ...logIdsOf(request), error });
-      return;
-    }
-    try {
-      this.#onError(error, request);
-    } catch {
-      // A failing reporter must not change the answer.
-    }
+    logSafely(this.#logger, { level: "error", event, message, ...logIdsOf(request), error });
   }
 
   #fallback<T>(
@@ -524,7 +505,7 @@ export class DoraToolEndpointBinding {
    * execution running unseen: the binding calls {@linkcode ToolEndpointHandler.abandonInvoke}
    * (the provider's signal aborts, the outcome converges to `unknown` for a retry, a status or a
    * result to read, the permit is released), publishes none of its events (later emits fail with
-   * `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`), and reports it through `onError`.
+   * `FORGE_ENDPOINT_EVENT_AFTER_TERMINAL`), and logs `binding.acceptance_undelivered`.
    */
   async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
     return await this.#dispatchDecoded(

@@ -13,7 +13,8 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import type { LoopbackDataflow } from "./loopback.ts";
 import type { DoraTransport } from "./transport.ts";
-import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 
 /** Counters of a Dora client transport, a snapshot. */
 export interface DoraToolClientTransportStats {
@@ -48,11 +49,13 @@ export interface DoraToolClientTransportOptions {
    */
   readonly maxMessageBytes?: number;
   /**
-   * Told about each message dropped because its bytes did not decode.
+   * Where a message dropped because its bytes did not decode is reported: one `warn` record
+   * `client_transport.undecodable` with the decoding error (the drop is also counted in
+   * {@linkcode DoraToolClientTransportStats.undecodable}).
    *
-   * @default {ignored}
+   * @default {consoleLogger}
    */
-  readonly onUndecodable?: (error: unknown) => void;
+  readonly logger?: ToolLogger;
 }
 
 /** Options of {@linkcode LoopbackToolClientTransport}. */
@@ -70,17 +73,19 @@ export interface LoopbackToolClientTransportOptions {
    */
   readonly maxMessageBytes?: number;
   /**
-   * Told about each message dropped because its bytes did not decode.
+   * Where a message dropped because its bytes did not decode is reported: one `warn` record
+   * `client_transport.undecodable` with the decoding error (the drop is also counted in
+   * {@linkcode DoraToolClientTransportStats.undecodable}).
    *
-   * @default {ignored}
+   * @default {consoleLogger}
    */
-  readonly onUndecodable?: (error: unknown) => void;
+  readonly logger?: ToolLogger;
 }
 
 /** The decoding and counting both transports share. */
 class EnvelopeChannel {
   readonly #maxMessageBytes: number | undefined;
-  readonly #onUndecodable: ((error: unknown) => void) | undefined;
+  readonly #logger: ToolLogger;
   #deliver: ((message: ToolEnvelope) => void) | undefined;
   sent = 0;
   delivered = 0;
@@ -90,11 +95,12 @@ class EnvelopeChannel {
   constructor(
     who: string,
     maxMessageBytes: number | undefined,
-    onUndecodable: ((error: unknown) => void) | undefined,
+    logger: ToolLogger | undefined,
   ) {
     positiveIntegerOption(`create a ${who}`, "maxMessageBytes", maxMessageBytes, 0);
     this.#maxMessageBytes = maxMessageBytes;
-    this.#onUndecodable = onUndecodable;
+    this.#logger = optionalFunction<ToolLogger>(`create a ${who}`, "logger", logger) ??
+      consoleLogger;
   }
 
   connect(deliver: (message: ToolEnvelope) => void): void {
@@ -115,7 +121,12 @@ class EnvelopeChannel {
       envelope = decodeToolEnvelopeIpc(bytes, { maxMessageBytes: this.#maxMessageBytes });
     } catch (error) {
       this.undecodable++;
-      this.#onUndecodable?.(error);
+      logSafely(this.#logger, {
+        level: "warn",
+        event: "client_transport.undecodable",
+        message: `a message of ${bytes.length} bytes did not decode; dropped`,
+        error,
+      });
       return;
     }
     this.delivered++;
@@ -176,7 +187,7 @@ export class DoraToolClientTransport implements ToolClientTransport {
     this.#channel = new EnvelopeChannel(
       "DoraToolClientTransport",
       options.maxMessageBytes,
-      options.onUndecodable,
+      options.logger,
     );
   }
 
@@ -288,7 +299,7 @@ export class LoopbackToolClientTransport implements ToolClientTransport {
     this.#channel = new EnvelopeChannel(
       "LoopbackToolClientTransport",
       options.maxMessageBytes,
-      options.onUndecodable,
+      options.logger,
     );
   }
 

@@ -24,7 +24,7 @@ import {
   TERMINAL_EXECUTION_PHASE_VALUES,
 } from "../endpoint/constants.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
-import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import {
   EndpointRegistry,
   type EndpointRegistryChange,
@@ -47,8 +47,14 @@ import {
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import { DEFAULT_MAX_IPC_BYTES } from "./ipc.ts";
 import type { LoopbackDataflow } from "./loopback.ts";
-import type { ToolEndpointNodeLogger, ToolEndpointNodeLogLevel } from "./runner.ts";
-import { logSafely, type ToolLogger } from "../endpoint/log.ts";
+import {
+  consoleLogger,
+  logSafely,
+  type ToolLogger,
+  type ToolLogLevel,
+  warningsAndErrors,
+} from "../endpoint/log.ts";
+import { transportLogger } from "./_transport_log.ts";
 import type { DoraTransport } from "./transport.ts";
 import type { ToolClientTransport } from "../client/transport.ts";
 import { ToolCallError } from "../client/errors.ts";
@@ -77,17 +83,15 @@ export interface ToolGatewayOptions {
    */
   readonly clock?: NodeClock;
   /**
-   * Where the gateway reports dropped messages and failures, as `(level, message)` lines
-   * (default, without `toolLogger`: warnings and errors to stderr).
-   */
-  readonly logger?: ToolEndpointNodeLogger;
-  /**
-   * Receives the same reports as structured records (events `gateway.handle_failed`,
+   * Where the gateway reports dropped messages and failures (events `gateway.handle_failed`,
    * `gateway.no_answer`, `gateway.send_failed`, `gateway.no_link`, `gateway.deliver_failed`,
-   * `gateway.dropped`, and `gateway.caller_gone` at `debug`), in addition to `logger` when both
-   * are given. (Not named `logger`: that option keeps its `(level, message)` form.)
+   * `gateway.dropped`, and `gateway.caller_gone` at `debug`), and its Registry a throwing
+   * listener (`registry.listener_failed`). By default warnings and errors go to
+   * `consoleLogger` and `debug` records are dropped.
+   *
+   * @default {consoleLogger, warnings and errors}
    */
-  readonly toolLogger?: ToolLogger;
+  readonly logger?: ToolLogger;
   /**
    * The largest logical Wire message sent or accepted, in bytes (the IPC stream limit is this
    * plus 64 KiB).
@@ -166,6 +170,15 @@ export interface ToolGatewayNodeOptions {
    * like an in-process caller's; their answers and events leave on the output.
    */
   readonly callers?: Readonly<Record<string, string>>;
+  /**
+   * Where the node reports what it drops (events `gateway_node.caller_input_undecodable` at
+   * `warn`, `gateway_node.caller_output_failed` and `gateway_node.route_failed` at `error`).
+   * By default warnings and errors go to the transport's log as the text `consoleLogger`
+   * writes, or to `consoleLogger` when the transport has no log.
+   *
+   * @default {the transport's log}
+   */
+  readonly logger?: ToolLogger;
 }
 
 /** Why {@linkcode runToolGatewayNode} returned, and what it saw. */
@@ -276,9 +289,7 @@ function withExchange(
   });
 }
 
-const DEFAULT_LOGGER: ToolEndpointNodeLogger = (level, message) => {
-  if (level === "warn" || level === "error") console.error(`[forge gateway ${level}] ${message}`);
-};
+const DEFAULT_LOGGER: ToolLogger = warningsAndErrors(consoleLogger);
 
 /**
  * A Gateway router: the {@linkcode EndpointRegistry} of its provider routes, and the routing of
@@ -350,8 +361,7 @@ export class ToolGateway {
   readonly #health = new Map<string, EndpointStatus>();
   readonly #callers = new Set<Caller>();
   readonly #clock: NodeClock;
-  readonly #logger: ToolEndpointNodeLogger | undefined;
-  readonly #toolLogger: ToolLogger | undefined;
+  readonly #logger: ToolLogger;
   readonly #maxMessageBytes: number | undefined;
   readonly #exchangeTimeoutMs: number;
   readonly #maxPending: number;
@@ -419,21 +429,14 @@ export class ToolGateway {
     );
     positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
     this.#maxMessageBytes = options.maxMessageBytes;
-    if (options.toolLogger !== undefined && typeof options.toolLogger !== "function") {
-      throw new TypeError(
-        "Cannot create the gateway as 'toolLogger' must be a function: current value is " +
-          String(options.toolLogger),
-      );
-    }
-    this.#toolLogger = options.toolLogger;
-    this.#logger = options.logger ??
-      (options.toolLogger === undefined ? DEFAULT_LOGGER : undefined);
+    this.#logger = optionalFunction<ToolLogger>(CREATE_GATEWAY, "logger", options.logger) ??
+      DEFAULT_LOGGER;
     this.#registry = new EndpointRegistry({
       routes: options.routes,
       leaseTtlMs: options.leaseTtlMs,
       clock,
       onChange: (change) => this.#onRegistryChange(change),
-      logger: options.toolLogger,
+      logger: this.#logger,
     });
     this.#endpointOf = this.#registry.routes;
     for (const [routeId, endpointId] of this.#endpointOf) this.#routeOf.set(endpointId, routeId);
@@ -537,6 +540,7 @@ export class ToolGateway {
         "error",
         "gateway.handle_failed",
         `handling ${describe(envelope)} from route '${routeId}' failed: ${error}`,
+        error,
       );
     }
   }
@@ -780,6 +784,7 @@ export class ToolGateway {
         "error",
         "gateway.send_failed",
         `sending ${describe(forwarded)} on route '${routeId}' failed: ${error}`,
+        error,
       );
       if (exchange !== undefined) {
         this.#settle(exchangeId, exchange);
@@ -1123,18 +1128,16 @@ export class ToolGateway {
         "error",
         "gateway.deliver_failed",
         `a caller's deliver callback threw on ${describe(message)}: ${error}`,
+        error,
       );
     }
   }
 
-  #log(level: ToolEndpointNodeLogLevel, event: string, message: string): void {
-    if (this.#toolLogger !== undefined) logSafely(this.#toolLogger, { level, event, message });
-    if (this.#logger === undefined) return;
-    try {
-      this.#logger(level, message);
-    } catch {
-      // A failing logger must not stop the gateway.
-    }
+  #log(level: ToolLogLevel, event: string, message: string, error?: unknown): void {
+    logSafely(
+      this.#logger,
+      error === undefined ? { level, event, message } : { level, event, message, error },
+    );
   }
 
   #drop(message: string): void {
@@ -1169,10 +1172,12 @@ export async function runToolGatewayNode(
     throw new TypeError(optionMessage("run a gateway node", "gateway", "a ToolGateway", gateway));
   }
   const { transport } = options;
+  const logger = optionalFunction<ToolLogger>("run a gateway node", "logger", options.logger) ??
+    transportLogger(transport);
   const routeOfInput = new Map<string, string>();
   const detach: (() => void)[] = [];
-  const failed = (what: string) => (error: unknown) =>
-    transport.log?.("error", `${what} failed: ${error}`);
+  const failed = (event: string, what: string) => (error: unknown) =>
+    logSafely(logger, { level: "error", event, message: `${what} failed: ${error}`, error });
   for (const routeId of gateway.registry.routes.keys()) {
     const pair = options.routes?.[routeId];
     const input = pair?.input ?? `${routeId}_response`;
@@ -1188,10 +1193,15 @@ export async function runToolGatewayNode(
       try {
         bytes = encodeToolEnvelopeIpc(message);
       } catch (error) {
-        failed(`encoding ${describe(message)} for caller output '${output}'`)(error);
+        failed(
+          "gateway_node.caller_output_failed",
+          `encoding ${describe(message)} for caller output '${output}'`,
+        )(error);
         return;
       }
-      transport.sendOutput(output, bytes).catch(failed(`sending on caller output '${output}'`));
+      transport.sendOutput(output, bytes).catch(
+        failed("gateway_node.caller_output_failed", `sending on caller output '${output}'`),
+      );
     });
     callers.set(input, caller);
   }
@@ -1219,15 +1229,22 @@ export async function runToolGatewayNode(
         validateMessageEnvelope(request);
       } catch (error) {
         invalidCallerInputs += 1;
-        transport.log?.(
-          "warn",
-          `dropped undecodable request on caller input '${event.id}': ${error}`,
-        );
+        logSafely(logger, {
+          level: "warn",
+          event: "gateway_node.caller_input_undecodable",
+          message: `dropped undecodable request on caller input '${event.id}': ${error}`,
+          error,
+        });
         continue;
       }
       Promise.resolve()
         .then(() => caller.send(request))
-        .catch(failed(`routing ${describe(request)} from caller input '${event.id}'`));
+        .catch(
+          failed(
+            "gateway_node.route_failed",
+            `routing ${describe(request)} from caller input '${event.id}'`,
+          ),
+        );
     }
   } finally {
     for (const release of detach) release();

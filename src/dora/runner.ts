@@ -8,13 +8,9 @@
 import { withResolvers } from "../_internal/async.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
-import { logSafely, type ToolLogger } from "../endpoint/log.ts";
-
-/** A log level of the runner. */
-export type ToolEndpointNodeLogLevel = "debug" | "info" | "warn" | "error";
-
-/** Receives the runner's log lines. */
-export type ToolEndpointNodeLogger = (level: ToolEndpointNodeLogLevel, message: string) => void;
+import { optionalFunction } from "../_internal/options.ts";
+import { logSafely, type ToolLogger, type ToolLogLevel } from "../endpoint/log.ts";
+import { transportLogger } from "./_transport_log.ts";
 
 /**
  * Handles one request's bytes. `publish` sends response bytes on the response output (it may be
@@ -47,18 +43,16 @@ export interface ToolEndpointNodeOptions {
   /** Called once when shutdown begins, before in-flight requests are awaited (e.g. handler.close). */
   readonly onShutdown?: () => Promise<void>;
   /**
-   * Receives log lines. Without it and without `toolLogger`, warnings and errors go to the
-   * transport's log, else to stderr.
-   */
-  readonly logger?: ToolEndpointNodeLogger;
-  /**
-   * Receives the runner's structured records (events `node.read_failed`, `node.request_failed`,
+   * Receives the runner's records (events `node.read_failed`, `node.request_failed`,
    * `node.publish_failed`, `node.shutdown_hook_failed`, `node.grace_exceeded`,
    * `node.transport_close_failed`, and `node.dora_event`, `node.input_ignored` at `debug` or
-   * `info`), in addition to `logger` when both are given. (Not named `logger`: that option
-   * keeps its `(level, message)` form.)
+   * `info`). A `(level, message)` line logger fits through `lineLogger` (from `@forge/tool`).
+   * By default warnings and errors go to the transport's log as the text `consoleLogger`
+   * writes, or to `consoleLogger` when the transport has no log; `debug` and `info` are dropped.
+   *
+   * @default {the transport's log}
    */
-  readonly toolLogger?: ToolLogger;
+  readonly logger?: ToolLogger;
 }
 
 /** Why a {@linkcode ToolEndpointNode} stopped serving. */
@@ -140,8 +134,7 @@ export class ToolEndpointNode {
   readonly #responseOutputId: string;
   readonly #graceMs: number;
   readonly #onShutdown: (() => Promise<void>) | undefined;
-  readonly #logger: ToolEndpointNodeLogger | undefined;
-  readonly #toolLogger: ToolLogger | undefined;
+  readonly #logger: ToolLogger;
   readonly #inFlight = new Set<Promise<void>>();
   #stopRequested = false;
   #wake: ((value: "requested") => void) | null = null;
@@ -187,16 +180,11 @@ export class ToolEndpointNode {
     this.#responseOutputId = options.responseOutputId ?? DEFAULT_RESPONSE_OUTPUT;
     this.#graceMs = graceMs;
     this.#onShutdown = options.onShutdown;
-    const toolLogger: unknown = options.toolLogger;
-    if (toolLogger !== undefined && typeof toolLogger !== "function") {
-      throw new TypeError(
-        "Cannot create a ToolEndpointNode as 'toolLogger' must be a function: current value is " +
-          String(toolLogger),
-      );
-    }
-    this.#toolLogger = toolLogger as ToolLogger | undefined;
-    this.#logger = options.logger ??
-      (toolLogger === undefined ? defaultLogger(options.transport) : undefined);
+    this.#logger = optionalFunction<ToolLogger>(
+      "create a ToolEndpointNode",
+      "logger",
+      options.logger,
+    ) ?? transportLogger(options.transport);
   }
 
   /** The live counters (the same object {@linkcode ToolEndpointNode.run} resolves with). */
@@ -532,24 +520,11 @@ export class ToolEndpointNode {
     }
   }
 
-  #log(level: ToolEndpointNodeLogLevel, event: string, message: string, error?: unknown): void {
-    if (this.#toolLogger !== undefined) {
-      logSafely(
-        this.#toolLogger,
-        error === undefined ? { level, event, message } : {
-          level,
-          event,
-          message,
-          error,
-        },
-      );
-    }
-    if (this.#logger === undefined) return;
-    try {
-      this.#logger(level, message);
-    } catch {
-      // A failing logger must not stop the node.
-    }
+  #log(level: ToolLogLevel, event: string, message: string, error?: unknown): void {
+    logSafely(
+      this.#logger,
+      error === undefined ? { level, event, message } : { level, event, message, error },
+    );
   }
 }
 
@@ -567,17 +542,6 @@ async function withinDeadline(work: Promise<unknown>, deadline: number): Promise
   } finally {
     timer?.clear();
   }
-}
-
-function defaultLogger(transport: DoraTransport): ToolEndpointNodeLogger {
-  return (level, message) => {
-    if (level !== "warn" && level !== "error") return;
-    if (typeof transport.log === "function") {
-      transport.log(level, message);
-    } else {
-      console.error(`[forge-tool ${level}] ${message}`);
-    }
-  };
 }
 
 /**

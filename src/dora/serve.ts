@@ -10,14 +10,14 @@
  */
 import type { ToolEndpointHandler } from "../handler/handler.ts";
 import { settleWithin } from "../_internal/async.ts";
-import { consoleLogger } from "../endpoint/log.ts";
+import { consoleLogger, type ToolLogger } from "../endpoint/log.ts";
+import { optionalFunction } from "../_internal/options.ts";
 import { EndpointNodeLifecycle, type EndpointNodeLifecycleOptions } from "../node/node.ts";
 import { DoraToolEndpointBinding } from "./binding.ts";
 import { encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import { decodeToolMessageIpc, encodeToolMessageIpc } from "./ipc.ts";
 import {
   ToolEndpointNode,
-  type ToolEndpointNodeLogger,
   type ToolEndpointNodeStats,
   type ToolEndpointRequestHandler,
 } from "./runner.ts";
@@ -44,12 +44,16 @@ export interface ServeToolEndpointOptions {
    */
   readonly graceMs?: number;
   /**
-   * Where the node logs, as `(level, message)` lines: when given, the runner's lines, a failing
-   * health callback and the binding's failures go here instead. Without it, they are records to
-   * the handler's `logger` (its `logger` option; when that is the default, the runner's own lines
-   * go to the transport's log as before).
+   * Where the node reports: the runner's records (`node.*`), the binding's failures
+   * (`binding.*`) and, with a lifecycle, the registration loop's and health reporter's
+   * (`registration.*`, `health.*`; a `logger` in the lifecycle settings wins for those). A
+   * `(level, message)` line logger fits through `lineLogger` (from `@forge/tool`). By default
+   * everything goes to the handler's `logger`, except when that is the default `consoleLogger`:
+   * the runner's warnings and errors then go to the transport's log (the Dora log).
+   *
+   * @default {the handler's logger}
    */
-  readonly logger?: ToolEndpointNodeLogger;
+  readonly logger?: ToolLogger;
   /**
    * How requests are decoded and messages encoded: `"fast"` (default) with the specialised
    * ToolMessage codec ({@linkcode DoraToolEndpointBinding.dispatchIpc}), `"generic"` with
@@ -137,15 +141,11 @@ export function serveToolEndpoint(
     );
   }
   const settings = options.lifecycle === true ? {} : options.lifecycle;
-  const logger = options.logger;
+  const logger = optionalFunction<ToolLogger>("serve the endpoint", "logger", options.logger);
   const lifecycle = settings === undefined ? undefined : new EndpointNodeLifecycle({
     ...settings,
-    // A failing degraded()/details() callback goes to the node's logger when there is one.
-    health: settings.health?.onError !== undefined || logger === undefined ? settings.health : {
-      ...settings.health,
-      onError: (error, callback) =>
-        logger("error", `health ${callback}() failed; reporting degraded: ${String(error)}`),
-    },
+    // The node's logger, unless the lifecycle settings name their own.
+    logger: settings.logger ?? logger,
     handler,
     graceMs,
     send: (envelope) =>
@@ -156,10 +156,8 @@ export function serveToolEndpoint(
     maxCarrierBytes: options.maxCarrierBytes,
     eventSink: (batch) => send(encodeToolMessageIpc(batch)),
     ipcEventSink: send,
-    // Endpoint failures answered with a fallback go to the node's logger, not the console.
-    onError: options.logger === undefined
-      ? undefined
-      : (error) => options.logger!("error", `endpoint failure answered with a fallback: ${error}`),
+    // Without a node logger, the handler's.
+    logger,
     onRegistryResponse: lifecycle === undefined
       ? undefined
       : (response) => void lifecycle.receive(response),
@@ -212,11 +210,8 @@ export function serveToolEndpoint(
     responseOutputId,
     // A backstop only: every step of onShutdown has its own bound, and their sum is this.
     graceMs: 3 * graceMs + unregisterBoundMs,
-    logger: options.logger,
     // One logger set on the handler reaches the runner too; the default keeps the Dora log.
-    toolLogger: options.logger === undefined && handler.logger !== consoleLogger
-      ? handler.logger
-      : undefined,
+    logger: logger ?? (handler.logger !== consoleLogger ? handler.logger : undefined),
     // Stop admitting, let every admitted execution end and its terminal event go out (settle);
     // with a lifecycle then report unavailable and unregister (lifecycle.shutdown, whose own
     // handler.close finds nothing left to wait for). The runner then closes the transport.

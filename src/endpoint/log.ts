@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { optionMessage } from "../_internal/options.ts";
 
 /** How severe a {@linkcode ToolLogRecord} is. */
 export type ToolLogLevel = "debug" | "info" | "warn" | "error";
@@ -83,6 +84,17 @@ const CONSOLE_METHODS = {
  * ```
  */
 export const consoleLogger: ToolLogger = (record: ToolLogRecord): void => {
+  const method = CONSOLE_METHODS[record.level] ?? "error";
+  console[method](formatRecord(record));
+};
+
+/**
+ * A record as the text {@linkcode consoleLogger} writes: the line
+ * `"[event] message (endpoint=…, operation=…, invocation=…, attempt=…, request=…)"`, then the
+ * error as {@linkcode formatThrown} gives it, when the record has one. Internal: the one format of
+ * the default logger and {@linkcode lineLogger}.
+ */
+export function formatRecord(record: ToolLogRecord): string {
   const ids: string[] = [];
   if (record.endpointId !== undefined) ids.push(`endpoint=${record.endpointId}`);
   if (record.operation !== undefined) ids.push(`operation=${record.operation}`);
@@ -92,9 +104,40 @@ export const consoleLogger: ToolLogger = (record: ToolLogRecord): void => {
   const line = `[${record.event}] ${record.message}${
     ids.length === 0 ? "" : ` (${ids.join(", ")})`
   }`;
-  const method = CONSOLE_METHODS[record.level] ?? "error";
-  console[method](record.error === undefined ? line : `${line} ${formatThrown(record.error)}`);
-};
+  return record.error === undefined ? line : `${line} ${formatThrown(record.error)}`;
+}
+
+/**
+ * A {@linkcode ToolLogger} over a line logger: each record is handed to `write` as its level and
+ * the text {@linkcode consoleLogger} would write (`"[event] message (ids…)"`, then the error).
+ * For a program whose logging takes `(level, message)` lines, such as a Dora node's log.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { lineLogger } from "@forge/tool";
+ * const lines: string[] = [];
+ * const logger = lineLogger((level, message) => lines.push(`${level}: ${message}`));
+ * logger({ level: "warn", event: "event.late", message: "dropped", requestId: "r-1" });
+ * assertEquals(lines, ["warn: [event.late] dropped (request=r-1)"]);
+ * ```
+ */
+export function lineLogger(write: (level: ToolLogLevel, message: string) => void): ToolLogger {
+  if (typeof write !== "function") {
+    throw new TypeError(optionMessage("create a line logger", "write", "a function", write));
+  }
+  return (record) => write(record.level, formatRecord(record));
+}
+
+/**
+ * `logger` for `warn` and `error` records only; `debug` and `info` are dropped. Internal: the
+ * default of the parts whose debug records are too many for a console (runner, gateway).
+ */
+export function warningsAndErrors(logger: ToolLogger): ToolLogger {
+  return (record) => {
+    if (record.level === "warn" || record.level === "error") logger(record);
+  };
+}
 
 /** How deep {@linkcode formatThrown} follows causes and `AggregateError` members. */
 const MAX_FORMAT_DEPTH = 8;

@@ -36,24 +36,20 @@ export interface EndpointHealthReporterOptions {
   readonly clock?: NodeClock;
   /**
    * The provider's own degradation signal: `degraded` while it returns true. A throw counts as
-   * true (and is passed to `onError`).
+   * true (and is logged, see `logger`).
    */
   readonly degraded?: () => boolean;
   /**
    * Extra `details` for each snapshot (a JSON object; default `{}`). When it throws or returns a
    * value that is not valid JSON details (a `NaN`, a cycle, a non-object), the snapshot is sent
-   * as `degraded` with empty details, and the failure goes to `onError`: reporting goes on.
+   * as `degraded` with empty details, and the failure is logged (see `logger`): reporting goes on.
    */
   readonly details?: () => object;
   /**
-   * Told when `degraded` or `details` fails, once per run of consecutive failures of that
-   * callback (a callback that keeps failing is not reported on every snapshot). A throw here is
-   * ignored. When given, it replaces the `logger` record.
-   */
-  readonly onError?: (error: unknown, callback: HealthCallback) => void;
-  /**
-   * Where a failing `degraded` or `details` callback is reported (event
-   * `health.callback_failed`, level `error`, with the endpoint id), unless `onError` is given.
+   * Where a failing `degraded` or `details` callback is reported: one `error` record
+   * `health.callback_failed` with the endpoint id, the cause and the callback's name in the
+   * message, once per run of consecutive failures of that callback (a callback that keeps failing
+   * is not reported on every snapshot).
    *
    * @default {the handler's logger}
    */
@@ -141,7 +137,7 @@ export class EndpointHealthReporter {
   readonly #clock: NodeClock;
   readonly #degraded: (() => boolean) | undefined;
   readonly #details: (() => object) | undefined;
-  readonly #onError: (error: unknown, callback: HealthCallback) => void;
+  readonly #logger: ToolLogger;
   /** The callbacks whose last call failed (their next failure is not reported again). */
   readonly #failing = new Set<HealthCallback>();
   #running = false;
@@ -186,7 +182,7 @@ export class EndpointHealthReporter {
       ? undefined
       : requireNumberIn(CREATE_REPORTER, options.pollMs, "pollMs", 0, Infinity, true);
     this.#clock = options.clock ?? SYSTEM_CLOCK;
-    for (const name of ["degraded", "details", "onError", "logger"] as const) {
+    for (const name of ["degraded", "details", "logger"] as const) {
       const value: unknown = options[name];
       if (value !== undefined && typeof value !== "function") {
         throw new TypeError(optionMessage(CREATE_REPORTER, name, "a function", value));
@@ -194,16 +190,7 @@ export class EndpointHealthReporter {
     }
     this.#degraded = options.degraded;
     this.#details = options.details;
-    const logger = options.logger ?? options.handler.logger;
-    const endpointId = options.handler.descriptor.endpointId;
-    this.#onError = options.onError ?? ((error, callback) =>
-      logSafely(logger, {
-        level: "error",
-        event: "health.callback_failed",
-        message: `the ${callback}() callback failed; the snapshot reports degraded`,
-        endpointId,
-        error,
-      }));
+    this.#logger = options.logger ?? options.handler.logger;
   }
 
   /** The state of the last snapshot sent, or `undefined` before the first. */
@@ -283,11 +270,13 @@ export class EndpointHealthReporter {
   #failed(callback: HealthCallback, error: unknown): void {
     if (this.#failing.has(callback)) return;
     this.#failing.add(callback);
-    try {
-      this.#onError(error, callback);
-    } catch {
-      // A failing error hook must not stop the reporting either.
-    }
+    logSafely(this.#logger, {
+      level: "error",
+      event: "health.callback_failed",
+      message: `the ${callback}() callback failed; the snapshot reports degraded`,
+      endpointId: this.#handler.descriptor.endpointId,
+      error,
+    });
   }
 
   /** Sends a snapshot now and starts the period (and the poll, when configured). */

@@ -157,37 +157,32 @@ export interface EndpointRegistryOptions {
   readonly clock?: MonotonicClock;
   /**
    * Called after every state change, with the revision after it. The change is applied (and the
-   * request answered) whatever the listener does: a throw is passed to `onListenerError`.
+   * request answered) whatever the listener does: a throw is logged (see `logger`).
    */
   readonly onChange?: (change: EndpointRegistryChange) => void;
   /**
-   * Told when `onChange` throws, with the error and the change it was given; the Registry's
-   * state and answer are unaffected. A throw here is ignored. When given, it replaces the
-   * `logger` record.
-   */
-  readonly onListenerError?: (error: unknown, change: EndpointRegistryChange) => void;
-  /**
-   * Where a throwing `onChange` is reported (event `registry.listener_failed`, level `error`,
-   * with the endpoint id), unless `onListenerError` is given.
+   * Where a throwing `onChange` is reported: one `error` record `registry.listener_failed` with
+   * the endpoint id, the cause, and the change's kind, instance and revision in the message. The
+   * Registry's state and answer are unaffected.
    *
    * @default {consoleLogger}
    */
   readonly logger?: ToolLogger;
 }
 
-function listenerErrorLogger(
+function logListenerError(
   logger: ToolLogger,
-): (error: unknown, change: EndpointRegistryChange) => void {
-  return (error, change) =>
-    logSafely(logger, {
-      level: "error",
-      event: "registry.listener_failed",
-      message:
-        `onChange failed for ${change.kind} of instance ${change.record.endpointInstanceId} ` +
-        `(revision ${change.revision})`,
-      endpointId: change.record.endpointId,
-      error,
-    });
+  error: unknown,
+  change: EndpointRegistryChange,
+): void {
+  logSafely(logger, {
+    level: "error",
+    event: "registry.listener_failed",
+    message: `onChange failed for ${change.kind} of instance ${change.record.endpointInstanceId} ` +
+      `(revision ${change.revision})`,
+    endpointId: change.record.endpointId,
+    error,
+  });
 }
 
 function rejection(code: string, message: string): ToolError {
@@ -269,7 +264,7 @@ export class EndpointRegistry {
   readonly #leaseTtlMs: number;
   readonly #clock: MonotonicClock;
   readonly #onChange: ((change: EndpointRegistryChange) => void) | undefined;
-  readonly #onListenerError: (error: unknown, change: EndpointRegistryChange) => void;
+  readonly #logger: ToolLogger;
   readonly #records = new Map<string, EndpointRegistryRecord>();
   #revision = 0;
 
@@ -341,17 +336,11 @@ export class EndpointRegistry {
         optionMessage(CREATE_REGISTRY, "onChange", "a function", options.onChange),
       );
     }
-    if (options.onListenerError !== undefined && typeof options.onListenerError !== "function") {
-      throw new TypeError(
-        optionMessage(CREATE_REGISTRY, "onListenerError", "a function", options.onListenerError),
-      );
-    }
     this.#onChange = options.onChange;
     if (options.logger !== undefined && typeof options.logger !== "function") {
       throw new TypeError(optionMessage(CREATE_REGISTRY, "logger", "a function", options.logger));
     }
-    this.#onListenerError = options.onListenerError ??
-      listenerErrorLogger(options.logger ?? consoleLogger);
+    this.#logger = options.logger ?? consoleLogger;
   }
 
   /** The process-local availability revision (after applying expiry). Starts at 0. */
@@ -447,11 +436,7 @@ export class EndpointRegistry {
     try {
       this.#onChange(change);
     } catch (error) {
-      try {
-        this.#onListenerError(error, change);
-      } catch {
-        // A failing error hook must not undo what the Registry decided either.
-      }
+      logListenerError(this.#logger, error, change);
     }
   }
 

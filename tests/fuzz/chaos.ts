@@ -506,7 +506,7 @@ export async function runSchedule(
   };
   const binding = new DoraToolEndpointBinding(handler, {
     eventSink: sink,
-    onError: () => count("endpoint failures reported"),
+    logger: () => void count("endpoint failures reported"),
   });
 
   // --- observations and invariants ---------------------------------------------------------

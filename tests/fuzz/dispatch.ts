@@ -156,7 +156,7 @@ async function checkDispatch(input: DispatchInput, counters: Record<string, numb
   const binding = new DoraToolEndpointBinding(endpoint.handler, {
     maxMessageBytes: input.maxMessageBytes,
     eventSink: (batch) => void published.push(batch),
-    onError: () => count("endpoint failures reported"),
+    logger: () => void count("endpoint failures reported"),
   });
   const value = carrierFromSpec(input.carrier);
 
@@ -333,7 +333,7 @@ async function checkDispatchIpc(input: DispatchIpcInput, counters: Record<string
       maxCarrierBytes,
       eventSink: (batch) => void published.push(toolMessageToEnvelope(batch)),
       ipcEventSink: (ipc) => void published.push(decodeToolEnvelopeIpc(ipc)),
-      onError: () => {},
+      logger: () => {},
     });
     let result: string;
     try {

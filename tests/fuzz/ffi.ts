@@ -343,7 +343,7 @@ export async function runFfiSchedule(
     // at shutdown converges to unknown when the grace runs out.
     graceMs: 300,
     codec: schedule.codec,
-    logger: (level, message) => void logs.push(`${level}: ${message}`),
+    logger: ({ level, message }) => void logs.push(`${level}: ${message}`),
   });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const stats = await Promise.race([

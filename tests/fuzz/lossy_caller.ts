@@ -230,7 +230,7 @@ export async function runLossyCaller(
     pollIntervalMs: 2,
     maxPollIntervalMs: 8,
     reorderWindowMs: 5,
-    onError: (error) => backgroundErrors.push(error),
+    logger: (record) => void backgroundErrors.push(record.error),
   });
   const failures: string[] = [];
   const fail = (n: number, what: string) => failures.push(`call ${n}: ${what}`);

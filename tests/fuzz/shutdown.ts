@@ -406,7 +406,7 @@ export async function runShutdownScenario(
     lifecycle: scenario.lifecycle
       ? { unregisterTimeoutMs: 2_000, health: { periodMs: 60_000 } }
       : undefined,
-    logger: (level, message) => void logs.push(`${level} ${message}`),
+    logger: ({ level, message }) => void logs.push(`${level} ${message}`),
   });
   const published: ToolEnvelope[] = [];
   const accepted = new Map<string, Op>();
@@ -572,7 +572,7 @@ export async function runAcceptanceScenario(
       }
       published.push(envelope);
     },
-    onError: (error) => void reported.push(error),
+    logger: (record) => void reported.push(record.error),
   });
   const undelivered = new Map<string, Op>(); // invocation -> op: the caller never got it
   const delivered = new Map<string, Op>();
