@@ -62,7 +62,7 @@ class Process {
       transport: this.flow.transport,
       lifecycle: { unregisterTimeoutMs: 50, ...lifecycle },
       graceMs: 50,
-      logger: () => {},
+      logger: this.recorder.logger,
     });
     this.#pumping = (async () => {
       for (let out = await this.flow.nextOutput(); out; out = await this.flow.nextOutput()) {
@@ -273,6 +273,8 @@ Deno.test("gateway client: invocation.result() resolves unknown when the provide
   // The killed process could publish neither the Session's terminal event nor its unregister.
   assertEquals([...new Set(first.recorder.events())].sort(), [
     "error event.sink_failed",
+    "error node.publish_failed",
+    "error node.shutdown_hook_failed",
     "warn event.terminal_refused",
     "warn provider.aborted",
     "warn registration.unregister_failed",

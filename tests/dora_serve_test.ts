@@ -201,10 +201,14 @@ Deno.test("serveToolEndpoint: an unanswered unregister is logged with its reason
   const registry = new EndpointRegistry({ routes: { yolo: "vision.yolo" }, leaseTtlMs: 60_000 });
   const logged: string[] = [];
   const recorder = recordingLogger();
+  const served = recordingLogger();
   const node = serveToolEndpoint(handler(recorder.logger), {
     transport: flow.transport,
     lifecycle: { unregisterTimeoutMs: 50, health: { periodMs: 60_000 } },
-    logger: ({ level, message }) => void logged.push(`${level} ${message}`),
+    logger: (record) => {
+      served.logger(record);
+      logged.push(`${record.level} ${record.message}`);
+    },
   });
   const gateway = (async () => {
     for (;;) {
@@ -235,12 +239,13 @@ Deno.test("serveToolEndpoint: an unanswered unregister is logged with its reason
     ),
     logged.join("\n"),
   );
-  // The registration's own record goes to the handler's logger.
+  // The registration's own record goes to serve's logger (the lifecycle's), none to the handler's.
   assertEquals(
-    recorder.records.filter((record) => record.event === "registration.unregister_failed")
+    served.records.filter((record) => record.event === "registration.unregister_failed")
       .map((record) => String(record.error)),
     ["Error: no endpoint.registry.response to unregister within 50 ms"],
   );
+  assertEquals(recorder.records, []);
 });
 
 Deno.test("serveToolEndpoint: a request arriving after Stop, while work settles, is answered", async () => {
