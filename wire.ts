@@ -71,26 +71,29 @@ export {
   type UnregisterOptions,
 } from "./src/wire/factories.ts";
 export {
+  executionStatusFromPayload,
+  executionStatusToPayload,
+  toolErrorFromPayload,
+  toolErrorToPayload,
+  toolResultFromPayload,
+  toolResultToPayload,
+} from "./src/wire/outcome_payloads.ts";
+export {
+  invokeRequestFromEnvelope,
+  type InvokeRequestParts,
+  invokeRequestToPayload,
+  toolContextToPayload,
+} from "./src/wire/invoke_request.ts";
+export {
   type ControlRequest,
   controlRequestFromPayload,
   controlRequestToPayload,
   controlResponseFromPayload,
   controlResponseToPayload,
-  endpointDescriptorFromPayload,
-  endpointDescriptorToPayload,
-  endpointRegistryResponseFromPayload,
-  endpointRegistryResponseToPayload,
-  endpointStatusFromEnvelope,
-  endpointStatusToPayload,
   errorFromPayload,
   errorToPayload,
   eventFromPayload,
   eventToPayload,
-  executionStatusFromPayload,
-  executionStatusToPayload,
-  invokeRequestFromEnvelope,
-  type InvokeRequestParts,
-  invokeRequestToPayload,
   type InvokeResponse,
   invokeResponseFromPayload,
   invokeResponseToPayload,
@@ -98,14 +101,17 @@ export {
   resultResponseToPayload,
   statusResponseFromPayload,
   statusResponseToPayload,
-  toolContextToPayload,
-  toolErrorFromPayload,
-  toolErrorToPayload,
-  toolResultFromPayload,
-  toolResultToPayload,
-  validateMessageEnvelope,
+} from "./src/wire/execution_payloads.ts";
+export {
+  endpointDescriptorFromPayload,
+  endpointDescriptorToPayload,
+  endpointRegistryResponseFromPayload,
+  endpointRegistryResponseToPayload,
+  endpointStatusFromEnvelope,
+  endpointStatusToPayload,
   validateRegistrationEnvelope,
-} from "./src/wire/messages.ts";
+} from "./src/wire/management_payloads.ts";
+export { validateMessageEnvelope } from "./src/wire/validate.ts";
 export {
   validateManagementResponseCorrelation,
   validateResponseCorrelation,

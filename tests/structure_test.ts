@@ -223,7 +223,7 @@ Deno.test("entry points: mod.ts, wire.ts and node.ts reach no npm package and no
 Deno.test("structure: the module-level mutable state left is the listed, explained set", async () => {
   // Module state is a `let`/`var`, a weak collection (a memo keyed by objects), or a `const`
   // record declared with an object type (a memo whose fields are reassigned). The strict
-  // decoder's fixed typed-array scratch buffers (src/wire/_json_decode.ts: written before they are
+  // decoder's fixed typed-array scratch buffers (src/wire/_json_scan.ts: written before they are
   // read within one scan, never read across calls) are no state and are not matched, nor is
   // envelope.ts's typedMark, the accessor of ToolEnvelope's private mark that the class's static
   // block sets once when the module is evaluated.

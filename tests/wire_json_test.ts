@@ -26,11 +26,8 @@ import {
   unregisterText,
   wireText,
 } from "./_helpers.ts";
-import {
-  MAX_PARSE_NESTING,
-  parseStrictJsonBytes,
-  parseStrictJsonText,
-} from "../src/wire/_json_decode.ts";
+import { parseStrictJsonBytes, parseStrictJsonText } from "../src/wire/_json_decode.ts";
+import { MAX_PARSE_NESTING } from "../src/wire/_json_exact.ts";
 
 const INT_RANGE = "integer exceeds interoperable range ±9007199254740991";
 

@@ -38,7 +38,7 @@ import {
   invokeResponseFromPayload,
   resultResponseFromPayload,
   statusResponseFromPayload,
-} from "../wire/messages.ts";
+} from "../wire/execution_payloads.ts";
 import {
   ToolCallError,
   ToolClientError,

@@ -30,7 +30,7 @@ import {
   utf8Length,
 } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
-import { checkTypedEnvelope } from "../wire/messages.ts";
+import { checkTypedEnvelope } from "../wire/validate.ts";
 import {
   CARRIER_COLUMN,
   type CarrierRow,

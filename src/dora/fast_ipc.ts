@@ -43,7 +43,7 @@ import {
   utf8Length,
 } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
-import { checkTypedEnvelope } from "../wire/messages.ts";
+import { checkTypedEnvelope } from "../wire/validate.ts";
 import {
   CARRIER_COLUMN,
   type CarrierRow,

@@ -39,11 +39,9 @@ import {
   makeResultResponseEnvelope,
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
-import {
-  controlRequestFromPayload,
-  endpointStatusFromEnvelope,
-  validateMessageEnvelope,
-} from "../wire/messages.ts";
+import { controlRequestFromPayload } from "../wire/execution_payloads.ts";
+import { endpointStatusFromEnvelope } from "../wire/management_payloads.ts";
+import { validateMessageEnvelope } from "../wire/validate.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import { DEFAULT_MAX_IPC_BYTES } from "./ipc.ts";
 import type { LoopbackDataflow } from "./loopback.ts";

@@ -14,7 +14,7 @@ import {
   ToolResult,
   validateExecutionResult,
 } from "../endpoint/models.ts";
-import type { InvokeResponse } from "../wire/messages.ts";
+import type { InvokeResponse } from "../wire/execution_payloads.ts";
 import { deepEqual } from "../_internal/json.ts";
 import { type Resolvers, withResolvers } from "../_internal/async.ts";
 import type { ExecutionEmitter } from "./_emitter.ts";

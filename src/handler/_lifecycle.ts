@@ -23,7 +23,8 @@ import {
 import type { ActionToolEndpoint, SessionToolEndpoint, ToolCallOptions } from "../endpoint/spi.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeInvokeResponseEnvelope } from "../wire/factories.ts";
-import { controlRequestFromPayload, type InvokeRequestParts } from "../wire/messages.ts";
+import type { InvokeRequestParts } from "../wire/invoke_request.ts";
+import { controlRequestFromPayload } from "../wire/execution_payloads.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { unknownOutcomeEvent } from "./unknown_event.ts";
 import type { ExecutionLedger, ExecutionRecord, UnknownErrorShape } from "./_ledger.ts";

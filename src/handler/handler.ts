@@ -36,8 +36,8 @@ import {
   type InvokeRequestFields,
   invokeRequestFromFields,
   type InvokeRequestParts,
-  validateMessageEnvelope,
-} from "../wire/messages.ts";
+} from "../wire/invoke_request.ts";
+import { validateMessageEnvelope } from "../wire/validate.ts";
 import { pyRepr, showValue } from "../_internal/repr.ts";
 import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import {

@@ -14,7 +14,7 @@
  */
 import type { TerminalExecutionPhase } from "../endpoint/constants.ts";
 import { ToolEvent, type ToolResult } from "../endpoint/models.ts";
-import { toolResultToPayload } from "../wire/messages.ts";
+import { toolResultToPayload } from "../wire/outcome_payloads.ts";
 
 /** The terminal event types and the execution phase each establishes. */
 export const TERMINAL_EVENT_PHASE: Readonly<Record<string, TerminalExecutionPhase>> = Object

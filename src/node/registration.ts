@@ -15,7 +15,7 @@ import {
 import { validateManagementResponseCorrelation } from "../wire/correlation.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeRegistrationEnvelope, makeUnregisterEnvelope } from "../wire/factories.ts";
-import { endpointRegistryResponseFromPayload } from "../wire/messages.ts";
+import { endpointRegistryResponseFromPayload } from "../wire/management_payloads.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { deliver, jittered } from "./_util.ts";
 import { optionMessage, requireNumberIn } from "../_internal/options.ts";

@@ -58,7 +58,10 @@ import {
 } from "../endpoint/models.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointRegistryResponseEnvelope } from "../wire/factories.ts";
-import { endpointDescriptorFromPayload, endpointDescriptorToPayload } from "../wire/messages.ts";
+import {
+  endpointDescriptorFromPayload,
+  endpointDescriptorToPayload,
+} from "../wire/management_payloads.ts";
 import { type MonotonicClock, SYSTEM_CLOCK } from "./clock.ts";
 import { optionMessage } from "../_internal/options.ts";
 

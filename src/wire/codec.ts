@@ -17,7 +17,7 @@ import { encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
 import { envelopeFromDecoded, ToolEnvelope, type ToolEnvelopeInit } from "./envelope.ts";
 import { headerRowOf } from "./header_matrix.ts";
-import { checkTypedEnvelope, validateMessageEnvelope } from "./messages.ts";
+import { checkTypedEnvelope, validateMessageEnvelope } from "./validate.ts";
 
 // The Wire's JSON encoder and strict decoder, for the carrier outside this folder (a `_file.ts`
 // is imported only from its own folder).

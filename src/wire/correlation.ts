@@ -5,11 +5,8 @@
  */
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { pairedResponseType, registryOperationOf, ToolEnvelope } from "./envelope.ts";
-import {
-  controlRequestFromPayload,
-  controlResponseFromPayload,
-  endpointRegistryResponseFromPayload,
-} from "./messages.ts";
+import { controlRequestFromPayload, controlResponseFromPayload } from "./execution_payloads.ts";
+import { endpointRegistryResponseFromPayload } from "./management_payloads.ts";
 
 function mismatch(path: string, message = "response does not match request"): ToolProtocolError {
   return new ToolProtocolError(ToolErrorCodes.CORRELATION_MISMATCH, message, path);

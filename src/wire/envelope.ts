@@ -109,18 +109,30 @@ function checkHeader(value: unknown, field: string, scalar: boolean): string {
  */
 export type DecodedPayload = "checked" | "decoded";
 
-// The module-private tokens that tell the constructor how a decoded envelope's fields were
-// checked; nothing outside this module can pass them, so `new ToolEnvelope(init)` always checks
-// and copies everything.
-const CHECKED_PAYLOAD: unique symbol = Symbol("checked payload");
-const DECODED_PAYLOAD: unique symbol = Symbol("decoded payload");
-// The token of envelopeFromFactory: the constructor runs the given typed validation and marks the
-// envelope (see #typed). Nothing outside this module can pass it, so user code cannot mark one.
-const FACTORY_TYPED: unique symbol = Symbol("factory typed");
+/**
+ * The fields of a decoded envelope and how far the decoder checked them: the module-private
+ * token of {@linkcode envelopeFromDecoded}. The constructor tells one from any other value by its
+ * private brand, which nothing outside this module can give, so `new ToolEnvelope(init)` always
+ * checks and copies everything.
+ */
+class DecodedFields {
+  readonly #brand = true;
+  constructor(readonly init: ToolEnvelopeInit, readonly checked: boolean) {}
 
-// How code outside the class body reads an envelope's private #typed mark: set once, by the
-// class's static block, when this module is evaluated; never reassigned.
-const typedMark: { read: (envelope: ToolEnvelope) => boolean } = { read: () => false };
+  static holds(value: object): value is DecodedFields {
+    return #brand in value;
+  }
+}
+
+/** Reads and sets an envelope's private #typed mark from outside the class body. */
+interface TypedMark {
+  read(envelope: ToolEnvelope): boolean;
+  set(envelope: ToolEnvelope): void;
+}
+
+// Set once, by the class's static block, when this module is evaluated; never reassigned. Only
+// envelopeFromFactory sets a mark, so user code cannot mark an envelope.
+const typedMark: TypedMark = { read: () => false, set: () => {} };
 
 /**
  * One logical Wire message: a header matrix checked at construction, and a JSON-object payload.
@@ -179,16 +191,25 @@ export class ToolEnvelope {
 
   static {
     typedMark.read = (envelope) => #typed in envelope && envelope.#typed;
+    // A private field is no property: the frozen envelope still takes the mark.
+    typedMark.set = (envelope) => {
+      envelope.#typed = true;
+    };
   }
 
   /** Checks the header matrix and copies the payload; throws {@linkcode ToolProtocolError}. */
   constructor(init: ToolEnvelopeInit);
-  constructor(init: ToolEnvelopeInit, decoded?: unknown, validate?: unknown) {
-    // Only envelopeFromDecoded passes a token (see CHECKED_PAYLOAD); any other value is ignored.
-    const checked = decoded === CHECKED_PAYLOAD;
-    const integers = !checked && decoded !== DECODED_PAYLOAD;
+  constructor(init: ToolEnvelopeInit | DecodedFields) {
     if (typeof init !== "object" || init === null) {
       throw new TypeError("envelope fields must be an object");
+    }
+    // Only envelopeFromDecoded passes DecodedFields (see DecodedPayload).
+    let checked = false;
+    let integers = true;
+    if (DecodedFields.holds(init)) {
+      checked = init.checked;
+      integers = false;
+      init = init.init;
     }
     const protocol = init.protocol === undefined ? TOOL_ENDPOINT_PROTOCOL : init.protocol;
     if (protocol !== TOOL_ENDPOINT_PROTOCOL) {
@@ -275,10 +296,6 @@ export class ToolEnvelope {
     this.endpointInstanceId = endpointInstanceId;
     this.operation = operation;
     this.sequence = sequence;
-    if (decoded === FACTORY_TYPED) {
-      (validate as (envelope: ToolEnvelope) => void)(this);
-      this.#typed = true;
-    }
     Object.freeze(this);
   }
 
@@ -320,19 +337,6 @@ function checkRequestId(row: HeaderRow, requestId: unknown, scalar: boolean): vo
   }
 }
 
-/** The constructor with its internal second parameter (see CHECKED_PAYLOAD). */
-const DecodedEnvelope = ToolEnvelope as unknown as new (
-  init: ToolEnvelopeInit,
-  decoded: typeof CHECKED_PAYLOAD | typeof DECODED_PAYLOAD,
-) => ToolEnvelope;
-
-/** The constructor with its internal third parameter (see FACTORY_TYPED). */
-const FactoryEnvelope = ToolEnvelope as unknown as new (
-  init: ToolEnvelopeInit,
-  token: typeof FACTORY_TYPED,
-  validate: (envelope: ToolEnvelope) => void,
-) => ToolEnvelope;
-
 /**
  * @internal Builds an envelope as a Wire factory does: the constructor's checks and copy, then
  * `validate` (the typed validation), and marks it so that {@linkcode isFactoryTyped} is true.
@@ -341,7 +345,10 @@ export function envelopeFromFactory(
   init: ToolEnvelopeInit,
   validate: (envelope: ToolEnvelope) => void,
 ): ToolEnvelope {
-  return new FactoryEnvelope(init, FACTORY_TYPED, validate);
+  const envelope = new ToolEnvelope(init);
+  validate(envelope);
+  typedMark.set(envelope);
+  return envelope;
 }
 
 /**
@@ -354,7 +361,10 @@ export function isFactoryTyped(envelope: ToolEnvelope): boolean {
 
 /** @internal Builds an envelope from decoded fields (see {@linkcode DecodedPayload}). */
 export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload): ToolEnvelope {
-  return new DecodedEnvelope(init, mode === "checked" ? CHECKED_PAYLOAD : DECODED_PAYLOAD);
+  // The constructor's public signature names ToolEnvelopeInit only; its implementation also takes
+  // the module-private DecodedFields.
+  const fields = new DecodedFields(init, mode === "checked") as unknown as ToolEnvelopeInit;
+  return new ToolEnvelope(fields);
 }
 
 const RESPONSE_OF: Readonly<Record<string, ToolMessageType>> = {

@@ -21,21 +21,23 @@ import {
 } from "../endpoint/models.ts";
 import type { JsonObject } from "../_internal/json.ts";
 import { pairedResponseType, registryOperationOf, ToolEnvelope } from "./envelope.ts";
+import { invokeRequestToPayload } from "./invoke_request.ts";
 import {
   controlRequestToPayload,
   controlResponseToPayload,
-  endpointDescriptorToPayload,
-  endpointRegistryResponseToPayload,
-  endpointStatusToPayload,
   errorToPayload,
   eventToPayload,
-  invokeRequestToPayload,
   type InvokeResponse,
   invokeResponseToPayload,
   resultResponseToPayload,
   statusResponseToPayload,
-  typedFactoryEnvelope,
-} from "./messages.ts";
+} from "./execution_payloads.ts";
+import {
+  endpointDescriptorToPayload,
+  endpointRegistryResponseToPayload,
+  endpointStatusToPayload,
+} from "./management_payloads.ts";
+import { typedFactoryEnvelope } from "./validate.ts";
 import { validateManagementResponseCorrelation } from "./correlation.ts";
 
 function requireContext(context: ToolContext): ToolContext {
