@@ -109,6 +109,7 @@ export {
   type ToolClientErrorCode,
   ToolClientErrorCodes,
   type ToolClientErrorCodeTable,
+  type ToolClientErrorContext,
   type ToolClientErrorInit,
   type ToolClientExchange,
   type ToolClientOutcome,
