@@ -4,9 +4,9 @@
 import { assert, assertEquals, assertInstanceOf, assertRejects } from "@std/assert";
 import {
   ToolCallError,
+  ToolClientError,
   ToolEndpointClient,
   type ToolEndpointClientOptions,
-  ToolEndpointError,
   type ToolError,
   type ToolEventRecord,
   type ToolInvocation,
@@ -119,8 +119,9 @@ Deno.test("gateway client: Query, Action and Session through gateway.connect() t
   const { gateway, route, logs } = gatewayWithRoute();
   const client = clientOf(gateway);
   // Nothing registered yet: the call fails before anything is sent, retryable.
-  const early = await assertRejects(() => client.query("detect", {}), ToolEndpointError);
+  const early = await assertRejects(() => client.query("detect", {}), ToolCallError);
   assertEquals([early.error.code, early.error.retryable], ["FORGE_ENDPOINT_UNAVAILABLE", true]);
+  assertEquals([early.exchange, early.outcome], ["invoke", "not_sent"]);
   assertEquals(client.stats.sent, 0);
 
   route.current = new Process(gateway, "process-1");
@@ -341,7 +342,9 @@ Deno.test("gateway client: the gateway's answers are ToolCallErrors the client n
   const client = clientOf(gateway, { endpointInstanceId: "ghost" });
   // Pinned to an instance that is not registered: a correlated tool.error, sent once.
   const error = await assertRejects(() => client.query("detect", {}), ToolCallError);
-  assertInstanceOf(error, ToolEndpointError);
+  // One family: a ToolCallError is a ToolClientError (code, retryable, outcome).
+  assertInstanceOf(error, ToolClientError);
+  assertEquals(error.outcome, "not_admitted");
   assertEquals([error.code, error.retryable, error.kind], [
     "FORGE_ENDPOINT_UNAVAILABLE",
     true,

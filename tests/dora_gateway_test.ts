@@ -9,10 +9,10 @@ import {
 } from "@std/assert";
 import {
   ToolAccepted,
+  ToolCallError,
   type ToolClientTransport,
   ToolContext,
   ToolEndpointDescriptor,
-  ToolEndpointError,
   ToolError,
   ToolEvent,
   ToolExecutionKey,
@@ -277,7 +277,7 @@ Deno.test("gateway answers a retryable FORGE_ENDPOINT_UNAVAILABLE when no instan
   assertEquals(h.answers[0].invocationId, "invocation-1");
   assertStrictEquals(h.answers[0].endpointInstanceId, undefined);
   assertEquals(h.sent.detector, []);
-  const error = assertThrows(() => h.gateway.resolveInstance(YOLO), ToolEndpointError);
+  const error = assertThrows(() => h.gateway.resolveInstance(YOLO), ToolCallError);
   assertEquals(error.error.code, "FORGE_ENDPOINT_UNAVAILABLE");
   assertEquals(error.error.retryable, true);
 

@@ -30,6 +30,7 @@ import {
   invokeFor,
   key,
   QUERY,
+  queryHandler,
   rejectedError,
   resultFor,
   resultOf,
@@ -38,6 +39,7 @@ import {
   statusOf,
   until,
 } from "./_handler_fakes.ts";
+import { encodeEnvelope } from "../src/wire/codec.ts";
 
 /** A logger that keeps every record. */
 function recorder(): { logger: (record: ToolLogRecord) => void; records: ToolLogRecord[] } {
@@ -119,7 +121,9 @@ Deno.test("a Query definition answers succeeded with the function's outputs", as
   assertEquals(result.outputs, { objects: ["cube"] });
 });
 
-Deno.test("a Query that throws a ToolEndpointError fails with that error, logged with the key", async () => {
+Deno.test("a Query that throws a ToolEndpointError rejects the invoke, byte for byte as an SPI query() throwing it", async () => {
+  // Regression: the define* Query answered `failed` with the error while the same throw from an
+  // SPI query() is answered `rejected` (the handler's pre-acceptance rejection).
   const busy = new ToolError({
     code: "VISION_CAMERA_BUSY",
     message: "camera busy",
@@ -131,15 +135,18 @@ Deno.test("a Query that throws a ToolEndpointError fails with that error, logged
       throw new ToolEndpointError(busy);
     }),
   );
-  const result = completedResult(await one({ dispatch }, invokeFor(QUERY)));
-  assertEquals(result.status, "failed");
-  assertEquals(result.error, busy);
-  assertEquals(records.length, 1);
-  assertEquals(records[0].event, "provider.failed");
-  assertEquals(records[0].invocationId, "invocation-1");
-  assertEquals(records[0].attemptId, "attempt-1");
-  assertEquals(records[0].operation, "detect");
-  assertEquals(records[0].endpointId, "vision.yolo");
+  const defined = await one({ dispatch }, invokeFor(QUERY));
+  assertEquals(rejectedError(defined), busy);
+  const spi = queryHandler({
+    query: () => {
+      throw new ToolEndpointError(busy);
+    },
+  });
+  const direct = await one(spi, invokeFor(QUERY));
+  assertEquals(encodeEnvelope(defined), encodeEnvelope(direct));
+  // A rejection is an answer, not a failure: neither path logs it.
+  assertEquals(records, []);
+  await spi.close();
 });
 
 Deno.test("any other throw fails with FORGE_ENDPOINT_INTERNAL and a safe message; the cause is logged", async () => {

@@ -7,7 +7,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
-import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
+import { consoleLogger, formatThrown, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { ToolControlCommand, ToolSemantics } from "../endpoint/constants.ts";
 import {
   ToolAccepted,
@@ -39,10 +39,13 @@ import {
   resultResponseFromPayload,
   statusResponseFromPayload,
 } from "../wire/execution_payloads.ts";
+import { ToolEndpointError, ToolProtocolError } from "../endpoint/errors.ts";
 import {
   ToolCallError,
   ToolClientError,
+  type ToolClientErrorCode,
   ToolClientErrorCodes,
+  type ToolClientErrorContext,
   type ToolClientExchange,
   type ToolClientOutcome,
 } from "./errors.ts";
@@ -408,13 +411,64 @@ function answerOf<T>(response: ToolEnvelope, decode: (payload: unknown) => T): A
     : { ok: decode(response.payload) };
 }
 
-function unwrap<T>(answer: Answer<T>): T {
-  if ("error" in answer) throw new ToolCallError(answer.error, "error");
+/** The exchange and execution of a request, for the errors about it. */
+function contextOf(exchange: ToolClientExchange, request: ToolEnvelope): ToolClientErrorContext {
+  return {
+    exchange,
+    invocationId: request.invocationId,
+    attemptId: request.attemptId,
+    attempts: 1,
+  };
+}
+
+function unwrap<T>(answer: Answer<T>, context: ToolClientErrorContext): T {
+  if ("error" in answer) throw new ToolCallError(answer.error, "error", context);
   return answer.ok;
+}
+
+/** The reason a thrown value gives, on one line, for an error message. */
+function reasonOf(error: unknown): string {
+  if (error instanceof ToolProtocolError) return error.toString();
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return formatThrown(error);
+}
+
+/**
+ * `error` (of the client's family, from a transport or a resolver) with the call's exchange and
+ * execution fields; its code, message, retryable and outcome are kept.
+ */
+function inContext(
+  error: ToolClientError,
+  context: ToolClientErrorContext,
+): ToolClientError {
+  const outcome = "outcome" in context ? context.outcome : error.outcome;
+  if (error instanceof ToolCallError) {
+    return new ToolCallError(error.error, error.kind, { ...context, outcome, cause: error.cause });
+  }
+  return new ToolClientError(error.message.slice(error.code.length + 2), {
+    ...context,
+    code: error.code as ToolClientErrorCode,
+    retryable: error.retryable,
+    outcome,
+    cause: error.cause,
+  });
 }
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The call was aborted", "AbortError");
+}
+
+function wrongSemantics(
+  operation: string,
+  endpointId: string,
+  semantics: ToolSemantics,
+  use: string,
+): ToolClientError {
+  const article = semantics === "action" ? "an" : "a";
+  return new ToolClientError(
+    `operation '${operation}' of '${endpointId}' is ${article} ${semantics}: use ${use}`,
+    { code: ToolClientErrorCodes.WRONG_SEMANTICS, exchange: "invoke", outcome: "not_sent" },
+  );
 }
 
 /** The control command that ends an execution of `semantics`. */
@@ -640,20 +694,17 @@ export class ToolEndpointClient {
   ): Promise<ToolResult> {
     const semantics = this.#semanticsOf(operation, options, "query");
     if (semantics !== undefined && semantics !== "query") {
-      throw new RangeError(
-        `${optionMessage("query", "operation", "a Query operation", operation)} ` +
-          `(${semantics}; use invoke())`,
-      );
+      throw wrongSemantics(operation, this.#config.endpointId, semantics, "invoke()");
     }
     const timeoutMs = this.#timeoutOf(options, "query");
     const { envelope, context } = await this.#invokeRequest(operation, args, options, "query");
     const response = await this.#invokeExchange(envelope, options, timeoutMs);
-    const outcome = unwrap(response);
+    const outcome = unwrap(response, contextOf("invoke", envelope));
     if (outcome instanceof ToolResult) return outcome;
     if (outcome instanceof ToolAccepted) {
       throw await this.#endUnexpectedAcceptance(operation, envelope, context, options, timeoutMs);
     }
-    throw new ToolCallError(outcome, "rejected");
+    throw new ToolCallError(outcome, "rejected", contextOf("invoke", envelope));
   }
 
   /**
@@ -718,11 +769,7 @@ export class ToolEndpointClient {
   ): Promise<ToolInvocation> {
     const declared = this.#semanticsOf(operation, options, "invoke");
     if (declared === "query") {
-      throw new RangeError(
-        `${
-          optionMessage("invoke", "operation", "an Action or Session operation", operation)
-        } (query; use query())`,
-      );
+      throw wrongSemantics(operation, this.#config.endpointId, declared, "query()");
     }
     const timeoutMs = this.#timeoutOf(options, "invoke");
     const { envelope, context } = await this.#invokeRequest(operation, args, options, "invoke");
@@ -775,12 +822,12 @@ export class ToolEndpointClient {
     }
     if ("error" in answer) {
       invocation.release(undefined);
-      throw new ToolCallError(answer.error, "error");
+      throw new ToolCallError(answer.error, "error", contextOf("invoke", envelope));
     }
     const outcome = answer.ok;
     if (!(outcome instanceof ToolAccepted) && !(outcome instanceof ToolResult)) {
       invocation.release(undefined);
-      throw new ToolCallError(outcome, "rejected");
+      throw new ToolCallError(outcome, "rejected", contextOf("invoke", envelope));
     }
     invocation.accept(outcome);
     return invocation;
@@ -882,13 +929,11 @@ export class ToolEndpointClient {
     if (descriptor === undefined) return given;
     const declared = descriptor.operation(operation);
     if (declared === undefined) {
-      throw new RangeError(
-        optionMessage(
-          action,
-          "operation",
-          `declared by endpoint '${descriptor.endpointId}'`,
-          operation,
-        ),
+      const known = descriptor.operations.map((o) => `'${o.name}'`).join(", ");
+      throw new ToolClientError(
+        `operation '${operation}' is not in the descriptor of '${descriptor.endpointId}' ` +
+          `(it declares ${known === "" ? "none" : known})`,
+        { code: ToolClientErrorCodes.UNKNOWN_OPERATION, exchange: "invoke", outcome: "not_sent" },
       );
     }
     return declared.semantics;
@@ -927,12 +972,29 @@ export class ToolEndpointClient {
     const request = new ToolRequest({ arguments: args });
     const requestId = optionalString(options.requestId, "requestId", action) ??
       config.generateId();
-    let endpointInstanceId = config.endpointInstanceId ??
-      this.#transport.resolveInstance?.(config.endpointId);
-    if (typeof endpointInstanceId === "object") {
-      endpointInstanceId = await endpointInstanceId;
-      if (options.signal?.aborted) throw abortReason(options.signal);
+    let endpointInstanceId: string | Promise<string> | undefined;
+    const notSent = {
+      exchange: "invoke",
+      invocationId: context.invocationId,
+      attemptId: context.attemptId,
+      outcome: "not_sent",
+    } as const;
+    try {
+      endpointInstanceId = config.endpointInstanceId ??
+        this.#transport.resolveInstance?.(config.endpointId);
+      if (typeof endpointInstanceId === "object") endpointInstanceId = await endpointInstanceId;
+    } catch (error) {
+      // A gateway without an instance for the endpoint: nothing was sent.
+      if (error instanceof ToolClientError) throw inContext(error, notSent);
+      if (error instanceof ToolEndpointError) {
+        throw new ToolCallError(error.error, "error", { ...notSent, cause: error });
+      }
+      throw new ToolClientError(
+        `the endpoint instance of '${config.endpointId}' could not be resolved: ${reasonOf(error)}`,
+        { ...notSent, code: ToolClientErrorCodes.SEND_FAILED, cause: error },
+      );
     }
+    if (options.signal?.aborted) throw abortReason(options.signal);
     const envelope = makeInvokeRequestEnvelope(request, context, {
       requestId,
       endpointInstanceId,
@@ -1039,15 +1101,31 @@ export class ToolEndpointClient {
     const sendFailed = (error: unknown) => {
       if (this.#pending.get(spec.request.requestId!) !== exchange) return;
       if (exchange.attempts !== attempt) return;
+      const context = {
+        exchange: spec.name,
+        invocationId: spec.request.invocationId,
+        attemptId: spec.request.attemptId,
+        attempts: attempt,
+      };
+      // Only an invoke's failure is about the execution's fate; a re-sent invoke may have been
+      // delivered by an earlier attempt.
+      const aboutFate = spec.timeoutOutcome !== undefined;
+      if (error instanceof ToolClientError) {
+        // The transport knows more (an in-process handler refused or failed the request).
+        const outcome = !aboutFate
+          ? undefined
+          : attempt > 1 && error.outcome !== "unknown"
+          ? "unknown"
+          : error.outcome;
+        this.#fail(exchange, inContext(error, { ...context, outcome }));
+        return;
+      }
       this.#fail(
         exchange,
-        new ToolClientError(`the ${spec.name} request could not be sent`, {
+        new ToolClientError(`the ${spec.name} request could not be sent: ${reasonOf(error)}`, {
+          ...context,
           code: ToolClientErrorCodes.SEND_FAILED,
-          exchange: spec.name,
-          invocationId: spec.request.invocationId,
-          attemptId: spec.request.attemptId,
-          attempts: attempt,
-          outcome: attempt === 1 && spec.timeoutOutcome !== undefined ? "not_sent" : undefined,
+          outcome: !aboutFate ? undefined : attempt === 1 ? "not_sent" : "unknown",
           cause: error,
         }),
       );
@@ -1355,7 +1433,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
         );
       }
       throw new ToolClientError(
-        `the invoke got no answer and its admission could not be learned`,
+        `the invoke got no answer and its admission could not be learned: ${reasonOf(error)}`,
         {
           code: ToolClientErrorCodes.TIMEOUT,
           exchange: "invoke",
@@ -1371,7 +1449,10 @@ class Invocation implements ToolInvocation, EventBufferHost {
     if (response === undefined || response.status === "not_found") {
       this.release(undefined);
       throw new ToolClientError(
-        "the invoke got no answer and the endpoint did not know the execution when asked",
+        "error" in answer
+          ? `the invoke got no answer and the result request asking its admission was answered ` +
+            `${answer.error.code}: ${answer.error.message}`
+          : "the invoke got no answer and the endpoint did not know the execution when asked",
         {
           code: ToolClientErrorCodes.TIMEOUT,
           exchange: "invoke",
@@ -1379,7 +1460,9 @@ class Invocation implements ToolInvocation, EventBufferHost {
           attemptId: this.key.attemptId,
           attempts: timeout.attempts,
           outcome: response === undefined ? "unknown" : "not_admitted",
-          cause: "error" in answer ? new ToolCallError(answer.error, "error") : timeout,
+          cause: "error" in answer
+            ? new ToolCallError(answer.error, "error", this.#about("result"))
+            : timeout,
         },
       );
     }
@@ -1446,7 +1529,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
   }
 
   async #endIfAdmitted(reason: string): Promise<void> {
-    const response = unwrap(await this.#resultRequest());
+    const response = unwrap(await this.#resultRequest(), this.#about("result"));
     if (response.status === "pending") await this.#end(reason);
   }
 
@@ -1485,6 +1568,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
         ...this.#requestSpec("status", makeStatusRequestEnvelope(this.context, this.#ids())),
         parse: (message) => answerOf(message, statusResponseFromPayload),
       }),
+      this.#about("status"),
     );
   }
 
@@ -1521,6 +1605,16 @@ class Invocation implements ToolInvocation, EventBufferHost {
   /** Whether the execution is known to be over: its terminal result or terminal event came. */
   #over(): boolean {
     return this.#terminal !== undefined || this.#buffer.terminalSeen;
+  }
+
+  /** The fields of an error about an exchange of this invocation. */
+  #about(exchange: ToolClientExchange): ToolClientErrorContext {
+    return {
+      exchange,
+      invocationId: this.key.invocationId,
+      attemptId: this.key.attemptId,
+      attempts: 1,
+    };
   }
 
   #ids(): { requestId: string; endpointInstanceId: string | undefined } {
@@ -1562,6 +1656,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
         ),
         parse: (message) => answerOf(message, controlResponseFromPayload),
       }),
+      this.#about("control"),
     );
     if (response.status !== "unsupported" && this.semantics === undefined) {
       this.semantics = command === "cancel" ? "action" : "session";
@@ -1670,7 +1765,7 @@ class Invocation implements ToolInvocation, EventBufferHost {
       }
       let response: ToolResultResponse;
       try {
-        response = unwrap(await this.#resultRequest());
+        response = unwrap(await this.#resultRequest(), this.#about("result"));
       } catch (error) {
         if (!(error instanceof ToolCallError) || !error.retryable) throw error;
         // The endpoint is away for now (a gateway whose lease on it expired, a provider at

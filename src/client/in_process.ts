@@ -4,19 +4,44 @@
  *
  * @module
  */
-import type { ToolEndpointHandler } from "../handler/handler.ts";
+import { dispatchRouted, type ToolEndpointHandler } from "../handler/handler.ts";
+import { ToolProtocolError } from "../endpoint/errors.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import type { ToolClientTransport } from "./transport.ts";
+import { ToolClientError, ToolClientErrorCodes, type ToolClientOutcome } from "./errors.ts";
 import { optionMessage } from "../_internal/options.ts";
+
+function unanswered(
+  request: ToolEnvelope,
+  error: unknown,
+  outcome: ToolClientOutcome,
+): ToolClientError {
+  const reason = error instanceof ToolProtocolError
+    ? error.toString()
+    : error instanceof Error
+    ? `${error.name}: ${error.message}`
+    : String(error);
+  const what = outcome === "not_admitted"
+    ? `refused the ${request.messageType} without answering`
+    : `failed the ${request.messageType} without answering`;
+  return new ToolClientError(`the endpoint handler ${what}: ${reason}`, {
+    code: ToolClientErrorCodes.UNANSWERED,
+    retryable: false,
+    outcome,
+    cause: error,
+  });
+}
 
 /**
  * A {@linkcode ToolClientTransport} that dispatches each request to a handler in this process and
  * delivers what it answers: the response, the events emitted before acceptance, then (through
  * the handler's event sink) later events. The instance addressed is the handler's.
  *
- * A request the handler refuses to answer (another endpoint or instance, an undeclared
- * operation) makes `send` reject, so the call fails at once with `FORGE_CLIENT_SEND_FAILED`
- * instead of waiting for its timeout.
+ * A request the handler does not answer makes `send` reject, so the call fails at once with a
+ * `FORGE_CLIENT_UNANSWERED` {@linkcode ToolClientError} whose message states the handler's reason,
+ * instead of waiting for its timeout: a route it refuses (another endpoint or instance, an
+ * undeclared operation) with outcome `"not_admitted"`, a provider failure it does not answer (an
+ * SPI `query()` that throws, or returns no `ToolResult`) with outcome `"unknown"`.
  *
  * @example
  * ```ts
@@ -88,11 +113,21 @@ export class InProcessToolClientTransport implements ToolClientTransport {
     const deliver = this.#deliver;
     if (deliver === undefined) throw new Error("InProcessToolClientTransport is not connected");
     if (this.#closed) throw new Error("InProcessToolClientTransport is closed");
-    const messages = await this.#handler.dispatch(request, {
-      eventSink: (event) => {
-        if (!this.#closed) deliver(event);
-      },
-    });
+    try {
+      this.#handler.validateRequestRoute(request);
+    } catch (error) {
+      throw unanswered(request, error, "not_admitted");
+    }
+    let messages: readonly ToolEnvelope[];
+    try {
+      messages = await dispatchRouted(this.#handler, request, {
+        eventSink: (event) => {
+          if (!this.#closed) deliver(event);
+        },
+      });
+    } catch (error) {
+      throw unanswered(request, error, "unknown");
+    }
     if (this.#closed) return;
     for (const message of messages) deliver(message);
   }

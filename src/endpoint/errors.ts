@@ -164,6 +164,7 @@ export class ToolProtocolError extends Error {
  *   new ToolError({ code: "FORGE_ENDPOINT_BUSY", message: "endpoint concurrency limit reached" }),
  * );
  * assertEquals(error.message, "FORGE_ENDPOINT_BUSY: endpoint concurrency limit reached");
+ * assertEquals([error.code, error.retryable], ["FORGE_ENDPOINT_BUSY", false]);
  * ```
  */
 export class ToolEndpointError extends Error {
@@ -176,6 +177,16 @@ export class ToolEndpointError extends Error {
     super(`${error.code}: ${error.message}`);
     this.name = "ToolEndpointError";
     this.error = error;
+  }
+
+  /** The structured error's code. */
+  get code(): string {
+    return this.error.code;
+  }
+
+  /** Whether the structured error says retrying may succeed. */
+  get retryable(): boolean {
+    return this.error.retryable;
   }
 }
 

@@ -24,8 +24,15 @@
  *   | returns, or throws, after an accepted stop                             | `stopped`, with what it returned (`{}` if it throws)                |
  *   | returns, or throws, after the deadline aborted its signal              | `failed`, `FORGE_ENDPOINT_DEADLINE_EXCEEDED`, with what it returned |
  *   | returns, or throws, after a close or an abandoned invoke aborted it    | `unknown`, `FORGE_ENDPOINT_OUTCOME_UNKNOWN`, with what it returned  |
- *   | throws a `ToolEndpointError` (whatever aborted its signal)             | `failed` with that error                                            |
+ *   | an Action/Session throws a `ToolEndpointError` (whatever aborted it)   | `failed` with that error                                            |
  *   | throws anything else, or returns a non-JSON-object (not aborted)       | `failed`, `FORGE_ENDPOINT_INTERNAL`                                 |
+ *
+ *   A Query function that throws a `ToolEndpointError` rejects the invoke with that error
+ *   (`outcome: "rejected"`, whatever aborted its signal), exactly as an SPI `query()` throwing
+ *   it: a `ToolEndpointError` is the provider's word that nothing was done, and a caller sees the
+ *   same answer whichever way the provider is written (a `ToolCallError` of kind
+ *   `"rejected"`). An Action or Session function runs after the invoke was accepted, so its
+ *   `ToolEndpointError` can only be the `failed` result's error.
  *
  *   The first abort decides: a cancel or stop accepted after the deadline or a close aborted the
  *   signal is answered `accepted` but does not change the outcome. Outputs that are not a JSON
@@ -714,6 +721,8 @@ function implementQuery<A>(
     try {
       value = await run(args, { signal, context, request });
     } catch (error) {
+      // The provider's rejection, answered `rejected` as for an SPI query() (module doc).
+      if (error instanceof ToolEndpointError) throw error;
       fulfilled = false;
       value = error;
     }
