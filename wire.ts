@@ -177,6 +177,7 @@ export type { JsonArray, JsonPrimitive } from "./src/_internal/json.ts";
 export { type ToolErrorCodeTable, ToolProtocolError } from "./src/endpoint/errors.ts";
 export type {
   ToolClientErrorCodeTable,
+  ToolClientErrorContext,
   ToolClientErrorInit,
   ToolClientExchange,
 } from "./src/client/errors.ts";
