@@ -66,7 +66,6 @@ export {
 export { type JsonSchema, jsonSchema, type StandardSchemaV1 } from "./src/provider/schema.ts";
 export {
   type CloseOptions,
-  type DispatchOptions,
   ToolEndpointHandler,
   type ToolEndpointHandlerOptions,
 } from "./src/handler/handler.ts";
@@ -84,6 +83,7 @@ export {
   type ToolEndpointClientOptions,
   type ToolEventRecord,
   type ToolInvocation,
+  type TypedToolEndpointClient,
 } from "./src/client/client.ts";
 export type { ToolClientTransport } from "./src/client/transport.ts";
 export { InProcessToolClientTransport } from "./src/client/in_process.ts";

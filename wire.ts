@@ -182,10 +182,13 @@ export type {
   ToolClientExchange,
 } from "./src/client/errors.ts";
 export type {
+  AnyOperationDefinition,
   ArgumentsOf,
+  CallArgumentsOf,
   DefinedHandlerOptions,
   ExecutionFunction,
   ImplementOptions,
+  OutputsOf,
   QueryFunction,
   ToolOutputs,
 } from "./src/provider/define.ts";
@@ -200,3 +203,15 @@ export {
   type StandardSchemaV1Result,
 } from "./src/provider/schema.ts";
 export type { Awaitable } from "./src/endpoint/spi.ts";
+export type { DispatchOptions } from "./src/handler/handler.ts";
+export type {
+  InvokeOperationName,
+  OperationArguments,
+  OperationOutputs,
+  QueryOperationName,
+  ToolOperations,
+  TypedCallArguments,
+  TypedToolEndpointClientOptions,
+  TypedToolInvocation,
+  TypedToolResult,
+} from "./src/client/client.ts";

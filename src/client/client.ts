@@ -56,6 +56,7 @@ import {
   type ToolEventRecord,
 } from "./_events.ts";
 import type { ToolClientTransport } from "./transport.ts";
+import type { AnyOperationDefinition, ToolEndpointDefinition } from "../provider/define.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 
 export type { ToolEventRecord } from "./_events.ts";
@@ -322,6 +323,76 @@ export interface ToolInvocation extends AsyncDisposable {
   /** Sends `stop` (a Session) and returns the endpoint's control answer. */
   stop(reason?: string): Promise<ToolControlResponse>;
 }
+
+/** An operation definitions' record, as `defineEndpoint` keeps it. */
+export type ToolOperations = Readonly<Record<string, AnyOperationDefinition>>;
+
+/** The names of the Query operations of `Ops`. */
+export type QueryOperationName<Ops extends ToolOperations> = {
+  [N in keyof Ops & string]: Ops[N]["semantics"] extends "query" ? N : never;
+}[keyof Ops & string];
+
+/** The names of the Action and Session operations of `Ops`. */
+export type InvokeOperationName<Ops extends ToolOperations> = {
+  [N in keyof Ops & string]: Ops[N]["semantics"] extends "action" | "session" ? N : never;
+}[keyof Ops & string];
+
+/** The arguments type a caller sends to a definition (its schema's input type). */
+export type OperationArguments<D> = D extends { readonly types?: { readonly arguments: infer A } }
+  ? A
+  : never;
+
+/** The outputs type of a definition's succeeded result. */
+export type OperationOutputs<D> = D extends { readonly types?: { readonly outputs: infer O } } ? O
+  : never;
+
+/** The arguments and options of a typed call: the arguments may be left out when `{}` fits. */
+export type TypedCallArguments<A> = Record<never, never> extends A
+  ? [args?: A, options?: ToolClientCallOptions]
+  : [args: A, options?: ToolClientCallOptions];
+
+/**
+ * A {@linkcode ToolResult} whose `outputs` are typed `O` once `status` is narrowed to
+ * `"succeeded"` (any other status carries what the function returned, or `{}`).
+ */
+export type TypedToolResult<O> =
+  & ToolResult
+  & (
+    | { readonly status: "succeeded"; readonly outputs: O }
+    | { readonly status: Exclude<ToolResult["status"], "succeeded"> }
+  );
+
+/** A {@linkcode ToolInvocation} whose `result()` is typed. */
+export interface TypedToolInvocation<O> extends ToolInvocation {
+  /** The terminal result, as {@linkcode ToolInvocation.result}. */
+  result(): Promise<TypedToolResult<O>>;
+}
+
+/**
+ * The typed view of a {@linkcode ToolEndpointClient} that {@linkcode ToolEndpointClient.for}
+ * returns: `query()` takes only Query names, `invoke()` only Action and Session names, each
+ * with the arguments type of its definition, and results carry its outputs type. The same
+ * object at run time (every other member is the client's).
+ */
+export interface TypedToolEndpointClient<Ops extends ToolOperations>
+  extends Omit<ToolEndpointClient, "query" | "invoke"> {
+  /** {@linkcode ToolEndpointClient.query}, typed by the definition. */
+  query<N extends QueryOperationName<Ops>>(
+    operation: N,
+    ...rest: TypedCallArguments<OperationArguments<Ops[N]>>
+  ): Promise<TypedToolResult<OperationOutputs<Ops[N]>>>;
+  /** {@linkcode ToolEndpointClient.invoke}, typed by the definition. */
+  invoke<N extends InvokeOperationName<Ops>>(
+    operation: N,
+    ...rest: TypedCallArguments<OperationArguments<Ops[N]>>
+  ): Promise<TypedToolInvocation<OperationOutputs<Ops[N]>>>;
+}
+
+/** Options of {@linkcode ToolEndpointClient.for}: the client's, less what the definition says. */
+export type TypedToolEndpointClientOptions = Omit<
+  ToolEndpointClientOptions,
+  "endpointId" | "descriptor"
+>;
 
 // ---------------------------------------------------------------------------------------------
 
@@ -662,6 +733,52 @@ export class ToolEndpointClient {
     });
     this.#transport = transport as ToolClientTransport;
     this.#transport.connect((message) => this.#receive(message));
+  }
+
+  /**
+   * A client of the endpoint `definition` describes (what `defineEndpoint` returns): its
+   * `endpointId` and `descriptor` come from the definition, and the returned view checks
+   * operation names, argument types and output types at compile time. At run time it is a plain
+   * `ToolEndpointClient`.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { defineEndpoint, defineQuery, InProcessToolClientTransport, ToolEndpointClient } from "@forge/tool";
+   * const math = defineEndpoint({
+   *   endpointId: "math",
+   *   operations: { double: defineQuery((args) => ({ twice: Number(args.n) * 2 })) },
+   * });
+   * const handler = math.createHandler({ endpointInstanceId: "math-1" });
+   * const client = ToolEndpointClient.for(math, {
+   *   transport: new InProcessToolClientTransport(handler),
+   * });
+   * const result = await client.query("double", { n: 4 });
+   * if (result.status === "succeeded") assertEquals(result.outputs.twice, 8);
+   * await client.close();
+   * await handler.close();
+   * ```
+   */
+  static for<Ops extends ToolOperations>(
+    definition: ToolEndpointDefinition<Ops>,
+    options: TypedToolEndpointClientOptions,
+  ): TypedToolEndpointClient<Ops> {
+    const descriptor: unknown = (definition as { descriptor?: unknown } | null)?.descriptor;
+    if (!(descriptor instanceof ToolEndpointDescriptor)) {
+      throw new TypeError(
+        optionMessage(
+          "create a ToolEndpointClient",
+          "definition",
+          "an endpoint definition from defineEndpoint",
+          definition,
+        ),
+      );
+    }
+    return new ToolEndpointClient({
+      ...options,
+      endpointId: descriptor.endpointId,
+      descriptor,
+    }) as TypedToolEndpointClient<Ops>;
   }
 
   /** The endpoint this client calls. */

@@ -111,9 +111,27 @@ export type ArgumentSchema = StandardSchemaV1 | JsonSchema;
 export type ArgumentsOf<S> = S extends StandardSchemaV1 ? InferSchemaOutput<S> : JsonObject;
 
 /**
+ * The arguments type a caller sends for the schema `S`: the schema's input type (before
+ * defaults and transforms), or its validated type when the input type is `unknown` (a
+ * `jsonSchema()`).
+ */
+export type CallArgumentsOf<S> = S extends StandardSchemaV1
+  ? unknown extends NonNullable<S["~standard"]["types"]>["input"] ? InferSchemaOutput<S>
+  : NonNullable<S["~standard"]["types"]>["input"]
+  : JsonObject;
+
+/**
  * What a definition's function returns: the outputs, a JSON object (copied), or nothing for `{}`.
  */
 export type ToolOutputs = object | undefined | void;
+
+/**
+ * The outputs type of a succeeded result for a function returning `R` (awaited): `R` itself, or
+ * an empty object for a function that returns nothing.
+ */
+export type OutputsOf<R> = [Exclude<Awaited<R>, undefined | void>] extends [never]
+  ? Record<string, never>
+  : Exclude<Awaited<R>, undefined | void>;
 
 /** What a Query function receives besides its arguments. */
 export interface QueryCallContext {
@@ -140,14 +158,17 @@ export interface ExecutionCallContext extends QueryCallContext {
   progress(data?: object): Promise<boolean>;
 }
 
-/** The function of a Query definition. */
-export type QueryFunction<A> = (args: A, call: QueryCallContext) => Awaitable<ToolOutputs>;
+/** The function of a Query definition (`O`: what it returns). */
+export type QueryFunction<A, O extends ToolOutputs = ToolOutputs> = (
+  args: A,
+  call: QueryCallContext,
+) => Awaitable<O>;
 
-/** The function of an Action or Session definition. */
-export type ExecutionFunction<A> = (
+/** The function of an Action or Session definition (`O`: what it returns). */
+export type ExecutionFunction<A, O extends ToolOutputs = ToolOutputs> = (
   args: A,
   call: ExecutionCallContext,
-) => Awaitable<ToolOutputs>;
+) => Awaitable<O>;
 
 /** Options every definition takes. */
 export interface DefinitionOptions<S extends ArgumentSchema> {
@@ -213,12 +234,23 @@ export interface ImplementOptions {
   readonly track?: (work: Promise<void>) => void;
 }
 
-/** A Query, Action or Session definition: an operation without a name yet. */
+/**
+ * A Query, Action or Session definition: an operation without a name yet. `A` is the arguments
+ * type a caller sends and `O` the outputs type of its succeeded result (both type-only,
+ * for the typed client of `ToolEndpointClient.for`).
+ */
 export interface ToolOperationDefinition<
   S extends "query" | "action" | "session" = "query" | "action" | "session",
+  A = JsonObject,
+  O = JsonObject,
 > {
   /** The operation's semantics. */
   readonly semantics: S;
+  /**
+   * Type-only, never present at run time: the caller's arguments (`A`) and succeeded outputs (`O`) types,
+   * which a typed client reads.
+   */
+  readonly types?: { readonly arguments: A; readonly outputs: O };
   /** The operation's descriptor under `name`. */
   operationDescriptor(name: string): ToolOperationDescriptor;
   /**
@@ -911,12 +943,17 @@ function splitArgs(
  * assertEquals(detect.operationDescriptor("detect").semantics, "query");
  * ```
  */
-export function defineQuery(run: QueryFunction<JsonObject>): ToolOperationDefinition<"query">;
+export function defineQuery<O extends ToolOutputs>(
+  run: QueryFunction<JsonObject, O>,
+): ToolOperationDefinition<"query", JsonObject, OutputsOf<O>>;
 /** Defines a Query operation with options (an argument schema, `maxConcurrency`). */
-export function defineQuery<S extends ArgumentSchema = JsonSchema>(
+export function defineQuery<
+  S extends ArgumentSchema = JsonSchema,
+  O extends ToolOutputs = ToolOutputs,
+>(
   options: DefinitionOptions<S>,
-  run: QueryFunction<ArgumentsOf<S>>,
-): ToolOperationDefinition<"query">;
+  run: QueryFunction<ArgumentsOf<S>, O>,
+): ToolOperationDefinition<"query", CallArgumentsOf<S>, OutputsOf<O>>;
 export function defineQuery(first: unknown, second?: unknown): ToolOperationDefinition<"query"> {
   const [options, run] = splitArgs(first, second);
   checkRun(run, "query");
@@ -948,12 +985,17 @@ export function defineQuery(first: unknown, second?: unknown): ToolOperationDefi
  * assertEquals(move.operationDescriptor("move").cancellable, true);
  * ```
  */
-export function defineAction(run: ExecutionFunction<JsonObject>): ToolOperationDefinition<"action">;
+export function defineAction<O extends ToolOutputs>(
+  run: ExecutionFunction<JsonObject, O>,
+): ToolOperationDefinition<"action", JsonObject, OutputsOf<O>>;
 /** Defines an Action operation with options (an argument schema, `maxConcurrency`, `cancellable`). */
-export function defineAction<S extends ArgumentSchema = JsonSchema>(
+export function defineAction<
+  S extends ArgumentSchema = JsonSchema,
+  O extends ToolOutputs = ToolOutputs,
+>(
   options: ActionDefinitionOptions<S>,
-  run: ExecutionFunction<ArgumentsOf<S>>,
-): ToolOperationDefinition<"action">;
+  run: ExecutionFunction<ArgumentsOf<S>, O>,
+): ToolOperationDefinition<"action", CallArgumentsOf<S>, OutputsOf<O>>;
 export function defineAction(first: unknown, second?: unknown): ToolOperationDefinition<"action"> {
   return defineExecution("action", first, second);
 }
@@ -975,14 +1017,17 @@ export function defineAction(first: unknown, second?: unknown): ToolOperationDef
  * assertEquals(follow.operationDescriptor("follow").stoppable, true);
  * ```
  */
-export function defineSession(
-  run: ExecutionFunction<JsonObject>,
-): ToolOperationDefinition<"session">;
+export function defineSession<O extends ToolOutputs>(
+  run: ExecutionFunction<JsonObject, O>,
+): ToolOperationDefinition<"session", JsonObject, OutputsOf<O>>;
 /** Defines a Session operation with options (an argument schema, `maxConcurrency`, `stoppable`). */
-export function defineSession<S extends ArgumentSchema = JsonSchema>(
+export function defineSession<
+  S extends ArgumentSchema = JsonSchema,
+  O extends ToolOutputs = ToolOutputs,
+>(
   options: SessionDefinitionOptions<S>,
-  run: ExecutionFunction<ArgumentsOf<S>>,
-): ToolOperationDefinition<"session">;
+  run: ExecutionFunction<ArgumentsOf<S>, O>,
+): ToolOperationDefinition<"session", CallArgumentsOf<S>, OutputsOf<O>>;
 export function defineSession(
   first: unknown,
   second?: unknown,
@@ -1009,12 +1054,23 @@ function defineExecution<S extends "action" | "session">(
   );
 }
 
-/** Options of {@linkcode defineEndpoint}. */
-export interface EndpointDefinitionOptions {
+/** Any operation definition, whatever its argument and output types. */
+export type AnyOperationDefinition = ToolOperationDefinition<
+  "query" | "action" | "session",
+  unknown,
+  unknown
+>;
+
+/** Options of {@linkcode defineEndpoint} (`Ops`: the operations' record type). */
+export interface EndpointDefinitionOptions<
+  Ops extends Readonly<Record<string, AnyOperationDefinition>> = Readonly<
+    Record<string, AnyOperationDefinition>
+  >,
+> {
   /** The logical endpoint id. */
   readonly endpointId: string;
   /** The operations by name, in descriptor order. */
-  readonly operations: Readonly<Record<string, ToolOperationDefinition>>;
+  readonly operations: Ops;
   /**
    * Where provider failures are reported, by the providers and by the handler
    * {@linkcode ToolEndpointDefinition.createHandler} builds (unless it is given its own `logger`),
@@ -1048,8 +1104,18 @@ export type DefinedHandlerOptions = Omit<
   "operations" | "maxRetainedExecutions"
 >;
 
-/** An endpoint built from definitions: its descriptor, its providers, and a handler factory. */
-export interface ToolEndpointDefinition {
+/**
+ * An endpoint built from definitions: its descriptor, its providers, and a handler factory.
+ * `Ops` is the operations' record type (names, semantics, argument and output types), which
+ * `ToolEndpointClient.for` turns into a typed client.
+ */
+export interface ToolEndpointDefinition<
+  Ops extends Readonly<Record<string, AnyOperationDefinition>> = Readonly<
+    Record<string, AnyOperationDefinition>
+  >,
+> {
+  /** Type-only, never present at run time: the operation definitions' record type. */
+  readonly definitions?: Ops;
   /** The descriptor derived from the definitions (protocol `forge.tool.endpoint/v1alpha1`). */
   readonly descriptor: ToolEndpointDescriptor;
   /** One SPI provider per operation, for `ToolEndpointHandlerOptions.operations`. */
@@ -1088,7 +1154,9 @@ export interface ToolEndpointDefinition {
  * assertEquals(handler.state.maxRetainedExecutions, 1024);
  * ```
  */
-export function defineEndpoint(options: EndpointDefinitionOptions): ToolEndpointDefinition {
+export function defineEndpoint<Ops extends Readonly<Record<string, AnyOperationDefinition>>>(
+  options: EndpointDefinitionOptions<Ops>,
+): ToolEndpointDefinition<Ops> {
   const what = "define an endpoint";
   if (typeof options !== "object" || options === null) {
     throw optionError(what, "options", "an object", options);
