@@ -754,6 +754,7 @@ export class ToolEndpointClient {
    *   transport: new InProcessToolClientTransport(handler),
    * });
    * const result = await client.query("double", { n: 4 });
+   * assertEquals(result.status, "succeeded");
    * if (result.status === "succeeded") assertEquals(result.outputs.twice, 8);
    * await client.close();
    * await handler.close();
