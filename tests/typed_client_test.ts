@@ -9,8 +9,10 @@ import {
   defineSession,
   InProcessToolClientTransport,
   jsonSchema,
+  type StandardSchemaV1,
   ToolClientError,
   ToolEndpointClient,
+  type ToolLogRecord,
 } from "../mod.ts";
 
 function arm() {
@@ -136,4 +138,103 @@ Deno.test("typed client: for() refuses what is not an endpoint definition, showi
     error.message.startsWith("Cannot create a ToolEndpointClient as 'definition' must be"),
     true,
   );
+});
+
+Deno.test("outputs schema: outputs it rejects fail with FORGE_ENDPOINT_INVALID_OUTPUTS, issues logged", async () => {
+  const records: ToolLogRecord[] = [];
+  const definition = defineEndpoint({
+    endpointId: "checked",
+    logger: (record) => records.push(record),
+    operations: {
+      good: defineQuery(
+        { outputs: jsonSchema({ type: "object", required: ["angle"] }) },
+        () => ({ angle: 1 }),
+      ),
+      bad: defineQuery(
+        {
+          outputs: jsonSchema({
+            type: "object",
+            properties: { angle: { type: "number" } },
+            required: ["angle"],
+          }),
+        },
+        () => ({ angle: "one" }),
+      ),
+      move: defineAction(
+        { outputs: z.object({ reached: z.boolean() }) },
+        () => ({ reached: "yes" }),
+      ),
+      moved: defineAction({ outputs: z.object({ reached: z.boolean() }) }, () => ({
+        reached: true,
+      })),
+    },
+  });
+  const handler = definition.createHandler({ endpointInstanceId: "checked-1" });
+  const client = ToolEndpointClient.for(definition, {
+    transport: new InProcessToolClientTransport(handler),
+    logger: () => {},
+  });
+  const good = await client.query("good");
+  assertEquals([good.status, good.outputs], ["succeeded", { angle: 1 }]);
+  const bad = await client.query("bad");
+  assertEquals([bad.status, bad.outputs, bad.error?.code, bad.error?.retryable], [
+    "failed",
+    {},
+    "FORGE_ENDPOINT_INVALID_OUTPUTS",
+    false,
+  ]);
+  assertEquals(
+    bad.error?.message,
+    "the provider function returned outputs its outputs schema rejects (1 issue)",
+  );
+  const move = await (await client.invoke("move")).result();
+  assertEquals([move.status, move.error?.code], ["failed", "FORGE_ENDPOINT_INVALID_OUTPUTS"]);
+  const moved = await (await client.invoke("moved")).result();
+  assertEquals([moved.status, moved.outputs], ["succeeded", { reached: true }]);
+  const invalid = records.filter((record) => record.event === "provider.invalid_outputs");
+  assertEquals(invalid.map((record) => [record.level, record.operation]), [
+    ["error", "bad"],
+    ["error", "move"],
+  ]);
+  assertEquals(invalid[0].message.startsWith("FORGE_ENDPOINT_INVALID_OUTPUTS: "), true);
+  assertEquals(invalid[0].message.includes("angle: "), true);
+  await client.close();
+  await handler.close();
+  await definition.idle();
+});
+
+Deno.test("outputs schema: a throwing validator fails the result with FORGE_ENDPOINT_INTERNAL", async () => {
+  const records: ToolLogRecord[] = [];
+  const broken: StandardSchemaV1 = {
+    "~standard": {
+      version: 1,
+      vendor: "test",
+      validate: () => {
+        throw new Error("validator bug");
+      },
+    },
+  };
+  const definition = defineEndpoint({
+    endpointId: "broken",
+    logger: (record) => records.push(record),
+    operations: { read: defineQuery({ outputs: broken }, () => ({ x: 1 })) },
+  });
+  const handler = definition.createHandler({ endpointInstanceId: "broken-1" });
+  const client = ToolEndpointClient.for(definition, {
+    transport: new InProcessToolClientTransport(handler),
+  });
+  const result = await client.query("read");
+  assertEquals([result.status, result.error?.code, result.error?.message], [
+    "failed",
+    "FORGE_ENDPOINT_INTERNAL",
+    "the outputs validator failed",
+  ]);
+  assertEquals(records.map((record) => record.event), ["outputs.validator_failed"]);
+  assertThrows(
+    () => defineQuery({ outputs: 3 as unknown as StandardSchemaV1 }, () => ({})),
+    TypeError,
+    "Cannot define a query as 'outputs' must be a Standard Schema or a JSON Schema",
+  );
+  await client.close();
+  await handler.close();
 });

@@ -68,15 +68,21 @@ export interface ToolErrorCodeTable {
   readonly ENDPOINT_INVALID_ARGUMENTS: "FORGE_ENDPOINT_INVALID_ARGUMENTS";
   /** `FORGE_ENDPOINT_EXECUTION_NOT_FOUND` */
   readonly ENDPOINT_EXECUTION_NOT_FOUND: "FORGE_ENDPOINT_EXECUTION_NOT_FOUND";
+  /**
+   * `FORGE_ENDPOINT_INVALID_OUTPUTS`: a definition's function returned outputs its declared
+   * `outputs` schema rejects (the result is `failed`, not retryable; the issues are logged).
+   */
+  readonly ENDPOINT_INVALID_OUTPUTS: "FORGE_ENDPOINT_INVALID_OUTPUTS";
 }
 
 /**
  * Every error code this package raises or answers with. `FORGE_PROTOCOL_*` codes describe Wire
  * violations; `FORGE_ENDPOINT_*` codes describe the endpoint's own outcomes. The names and strings
- * are those of the reference Python package; the last five endpoint codes are this package's
+ * are those of the reference Python package; the last six endpoint codes are this package's
  * additions: deadline enforcement and shutdown (`DEADLINE_EXCEEDED`, `UNAVAILABLE`,
- * `EVENT_SINK_UNAVAILABLE`), and the provider definitions' argument validation and unknown
- * execution keys (`INVALID_ARGUMENTS`, `EXECUTION_NOT_FOUND`).
+ * `EVENT_SINK_UNAVAILABLE`), and the provider definitions' argument validation, unknown
+ * execution keys and output validation (`INVALID_ARGUMENTS`, `EXECUTION_NOT_FOUND`,
+ * `INVALID_OUTPUTS`).
  */
 export const ToolErrorCodes: ToolErrorCodeTable = Object.freeze(
   {
@@ -109,6 +115,7 @@ export const ToolErrorCodes: ToolErrorCodeTable = Object.freeze(
     ENDPOINT_EVENT_SINK_UNAVAILABLE: "FORGE_ENDPOINT_EVENT_SINK_UNAVAILABLE",
     ENDPOINT_INVALID_ARGUMENTS: "FORGE_ENDPOINT_INVALID_ARGUMENTS",
     ENDPOINT_EXECUTION_NOT_FOUND: "FORGE_ENDPOINT_EXECUTION_NOT_FOUND",
+    ENDPOINT_INVALID_OUTPUTS: "FORGE_ENDPOINT_INVALID_OUTPUTS",
   } as const,
 );
 

@@ -26,6 +26,7 @@
  *   | returns, or throws, after a close or an abandoned invoke aborted it    | `unknown`, `FORGE_ENDPOINT_OUTCOME_UNKNOWN`, with what it returned  |
  *   | an Action/Session throws a `ToolEndpointError` (whatever aborted it)   | `failed` with that error                                            |
  *   | throws anything else, or returns a non-JSON-object (not aborted)       | `failed`, `FORGE_ENDPOINT_INTERNAL`                                 |
+ *   | returns outputs its declared `outputs` schema rejects (not aborted)    | `failed`, `FORGE_ENDPOINT_INVALID_OUTPUTS`                          |
  *
  *   A Query function that throws a `ToolEndpointError` rejects the invoke with that error
  *   (`outcome: "rejected"`, whatever aborted its signal), exactly as an SPI `query()` throwing
@@ -179,6 +180,17 @@ export interface DefinitionOptions<S extends ArgumentSchema> {
    */
   readonly arguments?: S;
   /**
+   * Checks the outputs a function returns (its signal not aborted) before the result is sent: a
+   * Standard Schema or a JSON Schema. Outputs it rejects make the result `failed` with
+   * `FORGE_ENDPOINT_INVALID_OUTPUTS` (not retryable, a fixed message; the issues are logged,
+   * `provider.invalid_outputs`); a validator that throws makes it `failed` with
+   * `FORGE_ENDPOINT_INTERNAL`. The outputs are checked, not transformed: the function's return
+   * is sent as it is.
+   *
+   * @default {none: any JSON object}
+   */
+  readonly outputs?: ArgumentSchema;
+  /**
    * How many executions may run at once (`max_concurrency`), a positive integer.
    *
    * @default {1}
@@ -280,6 +292,11 @@ const INTERNAL_ERROR = new ToolError({
 const INVALID_OUTPUTS_ERROR = new ToolError({
   code: ToolErrorCodes.ENDPOINT_INTERNAL,
   message: "the provider function returned outputs that are not a JSON object",
+  retryable: false,
+});
+const OUTPUTS_VALIDATOR_ERROR = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_INTERNAL,
+  message: "the outputs validator failed",
   retryable: false,
 });
 const VALIDATOR_ERROR = new ToolError({
@@ -430,6 +447,70 @@ function validatorOf<A>(schema: ArgumentSchema | undefined, what: string): Valid
       );
     }
     return checked(context, logger, result);
+  };
+}
+
+/** Checks returned outputs: the error to fail with, or `undefined` when they are valid. */
+type CheckOutputs = (
+  value: unknown,
+  context: ToolContext,
+  logger: ToolLogger,
+) => Promise<ToolError | undefined>;
+
+function outputsCheckOf(schema: unknown, what: string): CheckOutputs | undefined {
+  if (schema === undefined) return undefined;
+  let standard: StandardSchemaV1;
+  if (isStandardSchema(schema)) standard = schema;
+  else if (typeof schema === "object" && schema !== null) {
+    standard = jsonSchema(schema as JsonSchema);
+  } else {
+    throw optionError(what, "outputs", "a Standard Schema or a JSON Schema", schema);
+  }
+  const validate = standard["~standard"].validate;
+  return async (value, context, logger) => {
+    let issues: ReadonlyArray<StandardSchemaV1Issue>;
+    try {
+      const result = await validate(value ?? {});
+      if (typeof result !== "object" || result === null) {
+        throw new TypeError(`a Standard Schema validate() returned ${String(result)}`);
+      }
+      if (result.issues === undefined) return undefined;
+      if (!Array.isArray(result.issues)) {
+        throw new TypeError("a Standard Schema validate() returned issues that are not an array");
+      }
+      issues = result.issues;
+    } catch (error) {
+      report(logger, {
+        level: "error",
+        event: "outputs.validator_failed",
+        message: "the outputs validator threw",
+        ...keyFields(context),
+        error,
+      });
+      return OUTPUTS_VALIDATOR_ERROR;
+    }
+    const count = issues.length === 1 ? "1 issue" : `${issues.length} issues`;
+    const error = new ToolError({
+      code: ToolErrorCodes.ENDPOINT_INVALID_OUTPUTS,
+      message: `the provider function returned outputs its outputs schema rejects (${count})`,
+      retryable: false,
+    });
+    let listed: string;
+    try {
+      listed = issues.slice(0, MAX_LISTED_ISSUES).map((issue) => {
+        const path = issuePath(issue);
+        return `${path.length === 0 ? "" : `${path.join(".")}: `}${String(issue.message)}`;
+      }).join("; ");
+    } catch {
+      listed = "(issues not representable as text)";
+    }
+    report(logger, {
+      level: "error",
+      event: "provider.invalid_outputs",
+      message: `${error.code}: ${error.message}: ${listed}`,
+      ...keyFields(context),
+    });
+    return error;
   };
 }
 
@@ -739,6 +820,7 @@ function implementOptions(options: ImplementOptions) {
 function implementQuery<A>(
   run: QueryFunction<A>,
   validate: Validate<A>,
+  checkOutputs: CheckOutputs | undefined,
   options: ImplementOptions,
 ): QueryToolEndpoint {
   const { logger } = implementOptions(options);
@@ -758,6 +840,10 @@ function implementQuery<A>(
       fulfilled = false;
       value = error;
     }
+    if (fulfilled && checkOutputs !== undefined && !signal.aborted) {
+      const error = await checkOutputs(value, context, logger);
+      if (error !== undefined) return new ToolResult({ status: "failed", error });
+    }
     return outcomeOf(fulfilled, value, undefined, signal, context, logger);
   };
   return {
@@ -776,6 +862,7 @@ function implementExecution<A>(
   settings: Settings,
   run: ExecutionFunction<A>,
   validate: Validate<A>,
+  checkOutputs: CheckOutputs | undefined,
   options: ImplementOptions,
 ): ActionToolEndpoint & SessionToolEndpoint {
   const { logger, maxRetained, track } = implementOptions(options);
@@ -850,6 +937,15 @@ function implementExecution<A>(
       running = Promise.resolve(run(args, call));
     } catch (error) {
       running = Promise.reject(error);
+    }
+    if (checkOutputs !== undefined) {
+      // Only with an outputs schema: a rejected check fails the execution with its error.
+      running = running.then(async (value) => {
+        if (controller.signal.aborted) return value;
+        const error = await checkOutputs(value, context, logger);
+        if (error !== undefined) throw new ToolEndpointError(error);
+        return value;
+      });
     }
     const work = running
       .then((value) => finish(true, value), (error) => finish(false, error))
@@ -962,9 +1058,10 @@ export function defineQuery(first: unknown, second?: unknown): ToolOperationDefi
     options.arguments as ArgumentSchema | undefined,
     "define a query",
   );
+  const checkOutputs = outputsCheckOf(options.outputs, "define a query");
   return makeDefinition(
     settings,
-    (implement) => implementQuery(run as QueryFunction<unknown>, validate, implement),
+    (implement) => implementQuery(run as QueryFunction<unknown>, validate, checkOutputs, implement),
   );
 }
 
@@ -1047,10 +1144,17 @@ function defineExecution<S extends "action" | "session">(
     options.arguments as ArgumentSchema | undefined,
     defining(semantics),
   );
+  const checkOutputs = outputsCheckOf(options.outputs, defining(semantics));
   return makeDefinition(
     settings,
     (implement) =>
-      implementExecution(settings, run as ExecutionFunction<unknown>, validate, implement),
+      implementExecution(
+        settings,
+        run as ExecutionFunction<unknown>,
+        validate,
+        checkOutputs,
+        implement,
+      ),
   );
 }
 
