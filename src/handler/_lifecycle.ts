@@ -10,7 +10,6 @@ import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoin
 import {
   isTerminalPhase,
   ToolAccepted,
-  type ToolContext,
   ToolControlResponse,
   ToolError,
   type ToolEvent,
@@ -28,39 +27,11 @@ import { controlRequestFromPayload } from "../wire/execution_payloads.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { unknownOutcomeEvent } from "./unknown_event.ts";
 import type { ExecutionLedger, ExecutionRecord, UnknownErrorShape } from "./_ledger.ts";
-import { type AbortFanout, raceAbort } from "./_abort.ts";
-import type { ToolLogIds, ToolLogLevel } from "../endpoint/log.ts";
-import { endInvocationSpan, startInvocationSpan, type ToolTracer } from "../endpoint/trace.ts";
+import { raceAbort } from "./_abort.ts";
+import type { ProviderCalls } from "./_calls.ts";
+import type { ToolLogIds } from "../endpoint/log.ts";
+import { endInvocationSpan, startInvocationSpan } from "../endpoint/trace.ts";
 import { showValue } from "../_internal/repr.ts";
-
-/** What the lifecycle needs from its handler: provider calls, signals and admission. */
-export interface LifecycleHost {
-  readonly endpointInstanceId: string;
-  readonly maxEarlyEvents: number;
-  readonly maxPendingEvents: number;
-  /** The implementation of an Action or Session operation. */
-  provider(operation: string): ActionToolEndpoint | SessionToolEndpoint;
-  /** Calls provider code, tracked for close() (a synchronous throw becomes a rejection). */
-  call<T>(fn: () => T | PromiseLike<T>): Promise<T>;
-  /** The options of a status, result or control call. */
-  callOptions(): ToolCallOptions;
-  /** Why a new execution cannot be admitted now, if it cannot. */
-  admissionRefusal(context: ToolContext): ToolError | undefined;
-  /** Links the record's controller to the handler's lifetime and the context's deadline. */
-  linkSignals(
-    controller: AbortController,
-    context: ToolContext,
-    record: ExecutionRecord,
-  ): () => void;
-  /** The fan-out of a caller's abort signal. */
-  callerFanout(signal: AbortSignal): AbortFanout;
-  /** The logical endpoint, for log records. */
-  readonly endpointId: string;
-  /** Reports one record to the handler's logger. */
-  log(level: ToolLogLevel, event: string, message: string, ids: ToolLogIds, error?: unknown): void;
-  /** The handler's tracer, if any. */
-  readonly tracer: ToolTracer | undefined;
-}
 
 const UNKNOWN_START_ERROR = {
   code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
@@ -87,10 +58,10 @@ const UNDELIVERED_UNKNOWN_ERROR = {
 /** Starts, replays, observes, controls and ends the executions of one handler. */
 export class ExecutionLifecycle {
   readonly #ledger: ExecutionLedger;
-  readonly #host: LifecycleHost;
+  readonly #host: ProviderCalls;
 
   /** The lifecycle of the executions recorded in `ledger`, calling providers through `host`. */
-  constructor(ledger: ExecutionLedger, host: LifecycleHost) {
+  constructor(ledger: ExecutionLedger, host: ProviderCalls) {
     this.#ledger = ledger;
     this.#host = host;
   }
@@ -157,7 +128,7 @@ export class ExecutionLifecycle {
       eventSink,
     );
     execution.emitter = emitter;
-    const provider = host.provider(operation.name);
+    const provider = host.provider(operation.name) as ActionToolEndpoint | SessionToolEndpoint;
     let accepted: unknown;
     try {
       const start = host.call(() =>
@@ -352,13 +323,13 @@ export class ExecutionLifecycle {
 
   /** Asks the provider for the result of `key`: check the answer with `resultResponse`. */
   #askResult(key: ToolExecutionKey, operation: string): Promise<unknown> {
-    const provider = this.#host.provider(operation);
+    const provider = this.#host.provider(operation) as ActionToolEndpoint | SessionToolEndpoint;
     return this.#host.call(() => provider.result(key, this.#host.callOptions()));
   }
 
   /** Asks the provider for the status of `key`: check the answer with `executionStatus`. */
   #askStatus(key: ToolExecutionKey, operation: string): Promise<unknown> {
-    const provider = this.#host.provider(operation);
+    const provider = this.#host.provider(operation) as ActionToolEndpoint | SessionToolEndpoint;
     return this.#host.call(() => provider.status(key, this.#host.callOptions()));
   }
 

@@ -1,0 +1,170 @@
+/**
+ * Answering one execution request whose route is trusted: its typed validation (an invalid
+ * payload is a correlated `tool.error`), then the Query path or the Action/Session lifecycle, and
+ * the answer or log record of a status, result or control request that failed.
+ *
+ * @module
+ */
+import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
+import { ToolError, ToolExecutionKey, type ToolOperationDescriptor } from "../endpoint/models.ts";
+import type { ToolEnvelope } from "../wire/envelope.ts";
+import {
+  makeControlResponseEnvelope,
+  makeErrorResponseEnvelope,
+  makeResultResponseEnvelope,
+  makeStatusResponseEnvelope,
+} from "../wire/factories.ts";
+import {
+  checkInvokeRequestEnvelope,
+  type InvokeRequestFields,
+  invokeRequestFromFields,
+} from "../wire/invoke_request.ts";
+import { validateMessageEnvelope } from "../wire/validate.ts";
+import { logIdsOf } from "../endpoint/log.ts";
+import type { ToolEventSink } from "./_emitter.ts";
+import type { ExecutionLifecycle } from "./_lifecycle.ts";
+import type { ProviderCalls } from "./_calls.ts";
+import type { QueryPath } from "./_query.ts";
+
+/**
+ * Provider failures answered as a protocol error that are the provider's fault (a changed
+ * terminal record, a backward transition...), logged as such; the other protocol errors of a
+ * status, result or control request (a key bound to another operation, a full ledger, a call
+ * abandoned at close) are the caller's or the handler's.
+ */
+const PROVIDER_FAULTS: ReadonlySet<string> = new Set([
+  ToolErrorCodes.ENDPOINT_TERMINAL_CHANGED,
+  ToolErrorCodes.ENDPOINT_TERMINAL_MISMATCH,
+  ToolErrorCodes.ENDPOINT_TERMINAL_RESULT_UNAVAILABLE,
+  ToolErrorCodes.ENDPOINT_INVALID_TRANSITION,
+  ToolErrorCodes.CORRELATION_MISMATCH,
+]);
+
+/** The record event of a failed status, result or control request. */
+const REQUEST_FAILED_EVENT: Readonly<Record<string, string>> = {
+  "tool.status.request": "provider.status_failed",
+  "tool.result.request": "provider.result_failed",
+  "tool.control.request": "provider.control_failed",
+};
+
+function protocolErrorResponse(error: ToolProtocolError, request: ToolEnvelope): ToolEnvelope {
+  return makeErrorResponseEnvelope(
+    new ToolError({
+      code: error.code,
+      message: error.message,
+      retryable: false,
+      details: error.path === undefined ? {} : { path: error.path },
+    }),
+    request,
+  );
+}
+
+/** Options of {@linkcode ToolEndpointHandler.dispatch}. */
+export interface DispatchOptions {
+  /** Publishes events emitted after acceptance (required for late Action/Session events). */
+  readonly eventSink?: ToolEventSink;
+  /**
+   * Abandons the dispatch: when it aborts while `start()` is pending, the execution converges to
+   * `unknown` (waking duplicates), the provider's signal aborts, and the dispatch rejects with
+   * the signal's reason.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** The answering of one handler's execution requests. */
+export class RequestAnswers {
+  readonly #operations: ReadonlyMap<string, ToolOperationDescriptor>;
+  readonly #validateRoute: (request: ToolEnvelope) => void;
+  readonly #queries: QueryPath;
+  readonly #lifecycle: ExecutionLifecycle;
+  readonly #calls: ProviderCalls;
+
+  /** Answers through these parts; `validateRoute` checks the route of an untrusted request. */
+  constructor(
+    operations: ReadonlyMap<string, ToolOperationDescriptor>,
+    validateRoute: (request: ToolEnvelope) => void,
+    queries: QueryPath,
+    lifecycle: ExecutionLifecycle,
+    calls: ProviderCalls,
+  ) {
+    this.#operations = operations;
+    this.#validateRoute = validateRoute;
+    this.#queries = queries;
+    this.#lifecycle = lifecycle;
+    this.#calls = calls;
+  }
+
+  /** Answers `request` (see the handler's dispatch); `routed`: its route was checked. */
+  async answer(
+    request: ToolEnvelope,
+    options: DispatchOptions,
+    routed: boolean,
+  ): Promise<readonly ToolEnvelope[]> {
+    if (!routed) this.#validateRoute(request);
+    // The typed validation, once: an invoke request's checked fields then build its models.
+    let invoke: InvokeRequestFields | undefined;
+    try {
+      if (request.messageType === "tool.invoke.request") {
+        invoke = checkInvokeRequestEnvelope(request);
+      } else validateMessageEnvelope(request);
+    } catch (error) {
+      if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
+      throw error;
+    }
+    const operation = this.#operations.get(request.operation!)!;
+    if (invoke !== undefined) {
+      const parts = invokeRequestFromFields(request, invoke);
+      return operation.semantics === "query"
+        ? [await this.#queries.invoke(request, operation, parts)]
+        : await this.#lifecycle.start(request, operation, parts, options.eventSink, options.signal);
+    }
+    if (operation.semantics === "query") {
+      throw new ToolProtocolError(
+        ToolErrorCodes.UNSUPPORTED_OPERATION,
+        "Query operations do not support status, result, or control requests",
+        "operation",
+      );
+    }
+    const key = new ToolExecutionKey({
+      invocationId: request.invocationId!,
+      attemptId: request.attemptId!,
+    });
+    try {
+      switch (request.messageType) {
+        case "tool.status.request":
+          return [
+            makeStatusResponseEnvelope(await this.#lifecycle.status(key, operation), request),
+          ];
+        case "tool.result.request":
+          return [
+            makeResultResponseEnvelope(await this.#lifecycle.result(key, operation), request),
+          ];
+        default:
+          return [
+            makeControlResponseEnvelope(
+              await this.#lifecycle.control(request, key, operation),
+              request,
+            ),
+          ];
+      }
+    } catch (error) {
+      if (error instanceof ToolEndpointError) {
+        return [makeErrorResponseEnvelope(error.error, request)];
+      }
+      const isProtocol = error instanceof ToolProtocolError;
+      if (!isProtocol || PROVIDER_FAULTS.has(error.code)) {
+        this.#calls.log(
+          "error",
+          REQUEST_FAILED_EVENT[request.messageType],
+          `answering ${request.messageType} failed through the provider: ${
+            isProtocol ? "it is answered with a protocol error" : "it is not answered"
+          }`,
+          logIdsOf(request),
+          error,
+        );
+      }
+      if (isProtocol) return [protocolErrorResponse(error, request)];
+      throw error;
+    }
+  }
+}
