@@ -1536,24 +1536,14 @@ class Invocation implements ToolInvocation, EventBufferHost {
       answer = await this.#resultRequest();
     } catch (error) {
       this.release(error);
-      if (error instanceof ToolClientError && error.code === ToolClientErrorCodes.CLOSED) {
-        throw new ToolClientError(
-          "the client was closed while the unanswered invoke's admission was looked up",
-          {
-            code: ToolClientErrorCodes.CLOSED,
-            exchange: "invoke",
-            invocationId: this.key.invocationId,
-            attemptId: this.key.attemptId,
-            attempts: timeout.attempts,
-            outcome: "unknown",
-            cause: error,
-          },
-        );
-      }
+      const closed = error instanceof ToolClientError &&
+        error.code === ToolClientErrorCodes.CLOSED;
       throw new ToolClientError(
-        `the invoke got no answer and its admission could not be learned: ${reasonOf(error)}`,
+        closed
+          ? "the client was closed while the unanswered invoke's admission was looked up"
+          : `the invoke got no answer and its admission could not be learned: ${reasonOf(error)}`,
         {
-          code: ToolClientErrorCodes.TIMEOUT,
+          code: closed ? ToolClientErrorCodes.CLOSED : ToolClientErrorCodes.TIMEOUT,
           exchange: "invoke",
           invocationId: this.key.invocationId,
           attemptId: this.key.attemptId,
