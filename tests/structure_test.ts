@@ -579,3 +579,13 @@ Deno.test("gateway: src/gateway/ files stay under 500 lines and its _x.ts module
     assertEquals(source.match(/["'][./]*gateway\/_\w+\.ts["']/g), null, `src/${file}`);
   }
 });
+
+Deno.test("gateway: the edge hooks of the router stay internal to the package", async () => {
+  for (const entry of ENTRY_POINTS) {
+    const names = await exportedNames(entry);
+    for (const internal of ["attachFramedRoute", "receiveFramed", "describeEnvelope"]) {
+      assert(!names.includes(internal), `${entry} exports ${internal}`);
+    }
+    assert(!names.includes("serveGatewayLoopbackRoute"), entry);
+  }
+});

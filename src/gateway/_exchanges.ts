@@ -3,6 +3,9 @@
  * and timeouts), the ownership of invocations and the execution store with its bound, and the
  * routing of the providers' answers and events back to the caller that asked.
  *
+ * Stays whole (over 400 lines): forwarding and answer routing share the pending-exchange and
+ * execution tables and their bounds; split, each half would reach into the other's maps.
+ *
  * @module
  */
 import { ToolProtocolError } from "../endpoint/errors.ts";

@@ -9,6 +9,9 @@
  * belongs to the edge that attaches the route (the Dora gateway node encodes and decodes Arrow IPC
  * once per message, through {@linkcode attachFramedRoute} and {@linkcode receiveFramed}).
  *
+ * Over 400 lines because the class doc example and the option checks are long; the routing
+ * itself is in `_exchanges.ts`, `_registry_host.ts` and `_answers.ts`.
+ *
  * @module
  */
 import type { EndpointStatus } from "../endpoint/models.ts";
