@@ -92,7 +92,7 @@ export {
   runToolGatewayNode,
   type ToolGatewayNodeOptions,
   type ToolGatewayNodeStats,
-} from "./src/dora/gateway.ts";
+} from "./src/dora/gateway_node.ts";
 
 export {
   DoraToolClientTransport,

@@ -1,10 +1,8 @@
 /**
  * The ToolGateway: a Registry host that routes execution requests by endpoint id to the
- * endpoint nodes registered with it, and hands callers an in-process client transport. Running
- * it as a Dora node is `runToolGatewayNode` in `@forge/tool/dora`.
- *
- * The router still frames its routes as Arrow IPC, so this entry (unlike `@forge/tool`,
- * `@forge/tool/wire` and `@forge/tool/node`) imports the `apache-arrow` npm package.
+ * endpoint nodes registered with it, and hands callers an in-process client transport. The
+ * router works on envelopes and imports no npm package and no FFI; running it as a Dora node
+ * (Arrow IPC framing at the edge) is `runToolGatewayNode` in `@forge/tool/dora`.
  *
  * @module
  */
@@ -13,4 +11,4 @@ export {
   type ToolGatewayOptions,
   type ToolGatewayRouteSender,
   type ToolGatewayStats,
-} from "./src/dora/gateway.ts";
+} from "./src/gateway/gateway.ts";

@@ -37,6 +37,7 @@ import {
   serveToolEndpoint,
 } from "../dora.ts";
 import { startGatewayLoopback } from "../examples/gateway_loopback.ts";
+import { serveGatewayLoopbackRoute } from "../src/dora/gateway_node.ts";
 
 const ENDPOINT = "vision.yolo";
 const INSTANCE = "yolo-1";
@@ -172,12 +173,12 @@ Deno.bench({
 });
 
 // The full round trip through a ToolGateway. A caller in the gateway's process: the gateway
-// routes by endpoint id and forwards IPC bytes to the provider on its route, which registered
-// with the gateway's Registry.
+// routes envelopes by endpoint id; its Dora edge encodes each request once as IPC bytes for the
+// provider on its route (which registered with the gateway's Registry) and decodes its answer once.
 const inProcessGateway = new ToolGateway({ routes: { detector: ENDPOINT } });
 const routeFlow = new LoopbackDataflow();
 void serveToolEndpoint(makeHandler(), { transport: routeFlow.transport, lifecycle: true });
-void inProcessGateway.serveLoopbackRoute("detector", routeFlow);
+void serveGatewayLoopbackRoute(inProcessGateway, "detector", routeFlow);
 const gatewayClient = new ToolEndpointClient({
   transport: inProcessGateway.connect(),
   endpointId: ENDPOINT,

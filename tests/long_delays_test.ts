@@ -29,7 +29,6 @@ import {
 } from "../wire.ts";
 import { EndpointRegistration } from "../node.ts";
 import { ToolGateway } from "../gateway.ts";
-import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "../dora.ts";
 import { MAX_TIMER_DELAY_MS } from "../src/_internal/timers.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT } from "./_client_fixtures.ts";
 
@@ -194,15 +193,14 @@ Deno.test("gateway exchangeTimeoutMs 2^31: an unanswered exchange is not forgott
       leaseTtlMs: 2 ** 40,
       logger: ({ level, message }) => logs.push(`${level}: ${message}`),
     });
-    gateway.attachRoute("detector", (bytes) => {
-      sent.push(decodeToolEnvelopeIpc(bytes));
+    gateway.attachRoute("detector", (envelope) => {
+      sent.push(envelope);
     });
     gateway.receive(
       "detector",
-      encodeToolEnvelopeIpc(
-        makeRegistrationEnvelope(yolo, { endpointInstanceId: "instance-1", requestId: "reg-1" }),
-      ),
+      makeRegistrationEnvelope(yolo, { endpointInstanceId: "instance-1", requestId: "reg-1" }),
     );
+
     const caller = gateway.connect();
     caller.connect((message) => answers.push(message));
     await caller.send(

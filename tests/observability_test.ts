@@ -274,7 +274,7 @@ Deno.test("serve: the handler's logger reaches the runner; the default handler l
 Deno.test("gateway: its logger receives gateway.dropped records", () => {
   const { records, logger } = recorder();
   const gateway = new ToolGateway({ routes: { yolo: "vision.yolo" }, logger });
-  gateway.receive("yolo", new Uint8Array([1, 2, 3]));
+  gateway.receive("yolo", new Uint8Array([1, 2, 3]) as never);
   assertEquals(events(records), ["warn gateway.dropped"]);
   assertEquals(gateway.stats.dropped, 1);
   assertThrows(

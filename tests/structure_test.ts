@@ -548,3 +548,44 @@ Deno.test("repr: the descriptor version message quotes the value as Python's rep
     );
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// gwmove (issue 18 §2.3): the gateway router on envelopes in src/gateway/, Dora framing at the edge
+
+Deno.test("gateway: gateway.ts reaches no npm package, no Deno.dlopen and no src/dora/ module", async () => {
+  const info = await denoJson("info", "--json", "gateway.ts");
+  const modules = (info.modules as { specifier: string }[]).map((module) => module.specifier);
+  assertEquals(modules.filter((specifier) => !specifier.startsWith(ROOT.href)), []);
+  const dora = new URL("src/dora/", ROOT).href;
+  assertEquals(modules.filter((specifier) => specifier.startsWith(dora)), []);
+  assert(modules.includes(new URL("src/gateway/gateway.ts", ROOT).href), modules.join("\n"));
+  for (const specifier of modules) {
+    const source = await Deno.readTextFile(new URL(specifier));
+    assert(!source.includes("Deno.dlopen"), `gateway.ts reaches Deno.dlopen in ${specifier}`);
+    assert(!/from\s+["'](?:npm:)?apache-arrow/.test(source), `${specifier} imports apache-arrow`);
+  }
+});
+
+Deno.test("gateway: src/gateway/ files stay under 500 lines and its _x.ts modules stay private", async () => {
+  const files = await sourceFiles();
+  const gateway = files.filter((file) => file.startsWith("gateway/"));
+  assert(gateway.length >= 6, gateway.join(", "));
+  for (const file of gateway) {
+    const lines = (await Deno.readTextFile(new URL(file, SRC))).split("\n").length;
+    assert(lines <= 500, `src/${file} has ${lines} lines`);
+  }
+  for (const file of files.filter((file) => !file.startsWith("gateway/"))) {
+    const source = await Deno.readTextFile(new URL(file, SRC));
+    assertEquals(source.match(/["'][./]*gateway\/_\w+\.ts["']/g), null, `src/${file}`);
+  }
+});
+
+Deno.test("gateway: the edge hooks of the router stay internal to the package", async () => {
+  for (const entry of ENTRY_POINTS) {
+    const names = await exportedNames(entry);
+    for (const internal of ["attachFramedRoute", "receiveFramed", "describeEnvelope"]) {
+      assert(!names.includes(internal), `${entry} exports ${internal}`);
+    }
+    assert(!names.includes("serveGatewayLoopbackRoute"), entry);
+  }
+});

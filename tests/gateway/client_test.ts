@@ -10,17 +10,20 @@ import {
   type ToolError,
   type ToolEventRecord,
   type ToolInvocation,
-} from "../mod.ts";
-import { ToolGateway, type ToolGatewayOptions } from "../gateway.ts";
+} from "../../mod.ts";
+import type { ToolEnvelope } from "../../wire.ts";
+import { ToolGateway, type ToolGatewayOptions } from "../../gateway.ts";
 import {
+  decodeToolEnvelopeIpc,
   DoraToolClientTransport,
+  encodeToolEnvelopeIpc,
   LoopbackDataflow,
   type ServeLifecycleSettings,
   serveToolEndpoint,
-} from "../dora.ts";
-import { createDemoHandler, demoDescriptor, demoEndpoint } from "../examples/endpoint.ts";
-import { startGatewayLoopback } from "../examples/gateway_loopback.ts";
-import { FakeClock, recordingLogger } from "./_helpers.ts";
+} from "../../dora.ts";
+import { createDemoHandler, demoDescriptor, demoEndpoint } from "../../examples/endpoint.ts";
+import { startGatewayLoopback } from "../../examples/gateway_loopback.ts";
+import { FakeClock, recordingLogger } from "../_helpers.ts";
 
 const ENDPOINT = demoDescriptor.endpointId;
 
@@ -66,14 +69,15 @@ class Process {
     });
     this.#pumping = (async () => {
       for (let out = await this.flow.nextOutput(); out; out = await this.flow.nextOutput()) {
-        gateway.receive("demo", out.data);
+        gateway.receive("demo", decodeToolEnvelopeIpc(out.data));
       }
     })();
   }
 
   /** What the gateway sends on the route reaches this process while it lives. */
-  deliver(bytes: Uint8Array): void {
-    if (!this.flow.isClosed) this.flow.request(bytes).catch(() => undefined);
+  deliver(envelope: ToolEnvelope): void {
+    if (this.flow.isClosed) return;
+    this.flow.request(encodeToolEnvelopeIpc(envelope)).catch(() => undefined);
   }
 
   /** The process dies: its dataflow closes under it, it never unregisters. */
@@ -100,7 +104,7 @@ function gatewayWithRoute(options: Partial<ToolGatewayOptions> = {}) {
     ...options,
   });
   const route = { current: undefined as Process | undefined };
-  gateway.attachRoute("demo", (bytes) => route.current?.deliver(bytes));
+  gateway.attachRoute("demo", (envelope) => route.current?.deliver(envelope));
   return { gateway, route, logs };
 }
 

@@ -1,0 +1,132 @@
+/**
+ * The records the router keeps (callers, routes, pending exchanges, routed executions) and the
+ * pure rules over them: when an answer ends its execution, the execution key, how an envelope is
+ * named in logs, and the copy forwarded with the gateway's own request id.
+ *
+ * @module
+ */
+import { TERMINAL_EXECUTION_PHASE_VALUES } from "../endpoint/constants.ts";
+import type { ToolError } from "../endpoint/models.ts";
+import { ToolEnvelope } from "../wire/envelope.ts";
+
+/** The message types a caller may send. */
+export const EXECUTION_REQUESTS: ReadonlySet<string> = new Set<string>([
+  "tool.invoke.request",
+  "tool.status.request",
+  "tool.result.request",
+  "tool.control.request",
+]);
+
+/** A caller connected through `ToolGateway.connect`. */
+export interface Caller {
+  deliver: ((message: ToolEnvelope) => void) | undefined;
+  closed: boolean;
+}
+
+/**
+ * The link of a provider route: `frame` turns an envelope into what `send` takes (identity for
+ * an envelope route; the Dora edge's IPC encoder for a framed one). `frame` may throw a
+ * `ToolProtocolError` (a message too large for the route): nothing is sent then.
+ */
+export interface RouteLink {
+  readonly frame: (envelope: ToolEnvelope) => unknown;
+  readonly send: (frame: never) => void | Promise<void>;
+}
+
+/** A request forwarded to a provider and not answered yet. */
+export interface PendingExchange {
+  readonly caller: Caller;
+  /** The request as the caller sent it: its headers are restored on the answer. */
+  readonly request: ToolEnvelope;
+  /** The request as sent to the provider: the answer must correlate with it. */
+  readonly forwarded: ToolEnvelope;
+  readonly routeId: string;
+  readonly instanceId: string;
+  readonly timer: unknown;
+}
+
+/** An execution the gateway routed an invoke for. */
+export interface ExecutionRecord {
+  readonly routeId: string;
+  readonly instanceId: string;
+  caller: Caller | undefined;
+  /** Set once the instance was replaced: the outcome every later request gets. */
+  unknown: ToolError | undefined;
+  /**
+   * Set once the execution is known to be over (or its invoke went unanswered): the record may
+   * be forgotten to make room (see `maxExecutions`).
+   */
+  finished: boolean;
+}
+
+/** The router's counters, shared by its parts (a snapshot is `ToolGatewayStats`). */
+export interface GatewayCounters {
+  forwarded: number;
+  answered: number;
+  events: number;
+  unavailable: number;
+  unknown: number;
+  management: number;
+  dropped: number;
+}
+
+/** Event types that end an execution. */
+export const TERMINAL_EVENT_TYPES: ReadonlySet<unknown> = new Set([
+  "executor_completed",
+  "executor_failed",
+  "cancelled",
+  "stopped",
+]);
+
+const TERMINAL_PHASES: ReadonlySet<unknown> = new Set(TERMINAL_EXECUTION_PHASE_VALUES);
+
+/** True when a validated answer says its execution is over. */
+export function answerEndsExecution(response: ToolEnvelope): boolean {
+  const payload = response.payload as Record<string, unknown>;
+  switch (response.messageType) {
+    case "tool.error":
+      return true;
+    case "tool.invoke.response":
+      return payload.outcome !== "accepted";
+    case "tool.status.response":
+      return TERMINAL_PHASES.has((payload.status as Record<string, unknown>).phase);
+    case "tool.result.response":
+      return payload.status === "available";
+    case "tool.control.response":
+      return (payload.response as Record<string, unknown>).status === "terminal";
+    default:
+      return false;
+  }
+}
+
+/** The key of the execution table. */
+export function executionKey(
+  endpointId: string,
+  invocationId?: string,
+  attemptId?: string,
+): string {
+  return JSON.stringify([endpointId, invocationId, attemptId]);
+}
+
+/** How logs name an envelope: its type and execution key. */
+export function describe(envelope: ToolEnvelope): string {
+  return `${envelope.messageType} endpoint_id=${envelope.endpointId} invocation_id=${envelope.invocationId} attempt_id=${envelope.attemptId} request_id=${envelope.requestId}`;
+}
+
+/** A copy of `envelope` with another request id and instance (both may be absent). */
+export function withExchange(
+  envelope: ToolEnvelope,
+  requestId: string | undefined,
+  endpointInstanceId: string | undefined,
+): ToolEnvelope {
+  return new ToolEnvelope({
+    messageType: envelope.messageType,
+    requestId,
+    invocationId: envelope.invocationId,
+    attemptId: envelope.attemptId,
+    endpointId: envelope.endpointId,
+    endpointInstanceId,
+    operation: envelope.operation,
+    payload: envelope.payload,
+  });
+}

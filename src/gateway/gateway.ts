@@ -1,0 +1,424 @@
+/**
+ * The Gateway side of the ToolEndpoint Wire, on envelopes: {@linkcode ToolGateway} hosts the
+ * {@linkcode EndpointRegistry} and routes execution requests by endpoint id. Providers register on
+ * their trusted management routes; a caller names an `endpoint_id`, never an instance; the gateway
+ * fills `endpoint_instance_id` from the current registration, forwards the request on that
+ * endpoint's route, and hands each answer back to the caller that asked.
+ *
+ * The router is transport-independent: a route carries {@linkcode ToolEnvelope} values. Framing
+ * belongs to the edge that attaches the route (the Dora gateway node encodes and decodes Arrow IPC
+ * once per message, through {@linkcode attachFramedRoute} and {@linkcode receiveFramed}).
+ *
+ * Over 400 lines because the class doc example and the option checks are long; the routing
+ * itself is in `_exchanges.ts`, `_registry_host.ts` and `_answers.ts`.
+ *
+ * @module
+ */
+import type { EndpointStatus } from "../endpoint/models.ts";
+import { consoleLogger, type ToolLogger, warningsAndErrors } from "../endpoint/log.ts";
+import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
+import type { EndpointRegistry } from "../node/registry.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import type { ToolEnvelope } from "../wire/envelope.ts";
+import { checkTypedEnvelope } from "../wire/validate.ts";
+import type { ToolClientTransport } from "../client/transport.ts";
+import { ToolCallError } from "../client/errors.ts";
+import { GatewayAnswers, unavailableError } from "./_answers.ts";
+import { ExchangeRouter } from "./_exchanges.ts";
+import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
+import { RegistryHost } from "./_registry_host.ts";
+import type { ToolGatewayOptions, ToolGatewayRouteSender, ToolGatewayStats } from "./options.ts";
+
+export type { ToolGatewayOptions, ToolGatewayRouteSender, ToolGatewayStats } from "./options.ts";
+export { describe as describeEnvelope } from "./_records.ts";
+
+const CREATE_GATEWAY = "create a ToolGateway";
+
+const DEFAULT_LOGGER: ToolLogger = warningsAndErrors(consoleLogger);
+
+const unframed = (envelope: ToolEnvelope): ToolEnvelope => envelope;
+
+// The module-private tokens of attachFramedRoute and receiveFramed (the hidden third arguments of
+// attachRoute and receive): nothing outside this module can build one, so a route attached or a
+// message received through the public methods is always an envelope, validated on receipt.
+class RouteFraming {
+  constructor(readonly frame: (envelope: ToolEnvelope, maxMessageBytes?: number) => unknown) {}
+}
+class FramedMessage {
+  constructor(readonly decode: (maxMessageBytes?: number) => ToolEnvelope) {}
+}
+
+/**
+ * A Gateway router: the {@linkcode EndpointRegistry} of its provider routes, and the routing of
+ * callers' execution requests to the current instance of the endpoint they name.
+ *
+ * - **Management.** `endpoint.register` / `endpoint.unregister` arriving on a provider route are
+ *   decided by the Registry (the route authorizes its one endpoint) and answered on that route;
+ *   `endpoint.status` snapshots of the current instance are kept ({@linkcode
+ *   ToolGateway.endpointStatus}). Leases expire on the clock without traffic.
+ * - **Routing.** A caller ({@linkcode ToolGateway.connect}) sends a request naming an endpoint. The
+ *   gateway addresses the instance that runs the execution (the one its invoke went to), or the
+ *   instance the caller pinned, or else the current one; forwards a copy with a request id of its
+ *   own; and returns the provider's answer with the caller's headers restored. Events go to the
+ *   caller that invoked the execution.
+ * - **No current instance:** a correlated `tool.error` `FORGE_ENDPOINT_UNAVAILABLE`, retryable.
+ * - **Instance replaced** (another process start registered on the route): every exchange waiting
+ *   on the old instance, and every later request for an execution it ran, is answered with the
+ *   outcome `unknown` (`FORGE_ENDPOINT_OUTCOME_UNKNOWN`): the new instance cannot know it.
+ * - **Lease expired or unregistered:** waiting exchanges end with a retryable
+ *   `FORGE_ENDPOINT_UNAVAILABLE` error; when the same instance registers again, status and result
+ *   are forwarded to it again.
+ * - **Forged answers** — an answer for a request not forwarded on that route, not correlating
+ *   with it, or an event for an execution that route's instance does not run — are dropped and
+ *   logged with their execution key.
+ *
+ * Routes carry envelopes ({@linkcode ToolGateway.attachRoute}, {@linkcode ToolGateway.receive});
+ * running the gateway as a Dora node is `runToolGatewayNode` in `@forge/tool/dora`.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { ToolContext, ToolExecutionKey } from "@forge/tool";
+ * import { makeStatusRequestEnvelope, type ToolEnvelope } from "@forge/tool/wire";
+ * import { ToolGateway } from "@forge/tool/gateway";
+ *
+ * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
+ * const caller = gateway.connect();
+ * const answers: ToolEnvelope[] = [];
+ * caller.connect((message) => answers.push(message));
+ * const context = new ToolContext({
+ *   executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
+ *   toolId: "forge.tool.detect",
+ *   implementationId: "yolo",
+ *   endpointId: "vision.yolo",
+ *   operation: "detect",
+ * });
+ * // Nothing registered on the route yet: a retryable FORGE_ENDPOINT_UNAVAILABLE answer.
+ * await caller.send(
+ *   makeStatusRequestEnvelope(context, { requestId: "status-1", endpointInstanceId: undefined }),
+ * );
+ * assertEquals(answers[0].messageType, "tool.error");
+ * assertEquals(answers[0].payload.error, {
+ *   code: "FORGE_ENDPOINT_UNAVAILABLE",
+ *   message: "endpoint 'vision.yolo' has no current instance",
+ *   retryable: true,
+ *   details: { endpoint_id: "vision.yolo" },
+ * });
+ * await gateway.close();
+ * ```
+ */
+export class ToolGateway {
+  /** route id -> endpoint id. */
+  readonly #endpointOf: ReadonlyMap<string, string>;
+  readonly #links = new Map<string, RouteLink>();
+  readonly #host: RegistryHost;
+  readonly #exchanges: ExchangeRouter;
+  readonly #answers: GatewayAnswers;
+  readonly #maxMessageBytes: number | undefined;
+  readonly #stats: GatewayCounters = {
+    forwarded: 0,
+    answered: 0,
+    events: 0,
+    unavailable: 0,
+    unknown: 0,
+    management: 0,
+    dropped: 0,
+  };
+  #closed = false;
+
+  /**
+   * Checks the options (route table, lease, limits) and starts with an empty Registry at
+   * revision 0. Nothing is sent until a route is attached and a provider registers.
+   */
+  constructor(options: ToolGatewayOptions) {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(optionMessage(CREATE_GATEWAY, "options", "an object", options));
+    }
+    const clock: NodeClock = options.clock ?? SYSTEM_CLOCK;
+    if (
+      typeof clock?.now !== "function" || typeof clock.setTimeout !== "function" ||
+      typeof clock.clearTimeout !== "function"
+    ) {
+      throw new TypeError(
+        optionMessage(
+          CREATE_GATEWAY,
+          "clock",
+          "an object with now(), setTimeout() and clearTimeout()",
+          clock,
+        ),
+      );
+    }
+    const exchangeTimeoutMs = positiveIntegerOption(
+      CREATE_GATEWAY,
+      "exchangeTimeoutMs",
+      options.exchangeTimeoutMs ?? undefined,
+      60_000,
+    );
+    const maxPending = positiveIntegerOption(
+      CREATE_GATEWAY,
+      "maxPendingExchanges",
+      options.maxPendingExchanges ?? undefined,
+      1024,
+    );
+    const maxPendingPerEndpoint = positiveIntegerOption(
+      CREATE_GATEWAY,
+      "maxPendingExchangesPerEndpoint",
+      options.maxPendingExchangesPerEndpoint ?? undefined,
+      256,
+    );
+    const maxExecutions = positiveIntegerOption(
+      CREATE_GATEWAY,
+      "maxExecutions",
+      options.maxExecutions ?? undefined,
+      4096,
+    );
+    positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
+    this.#maxMessageBytes = options.maxMessageBytes;
+    const logger = optionalFunction<ToolLogger>(CREATE_GATEWAY, "logger", options.logger) ??
+      DEFAULT_LOGGER;
+    const answers = new GatewayAnswers(logger, this.#stats);
+    this.#answers = answers;
+    this.#host = new RegistryHost({
+      routes: options.routes,
+      leaseTtlMs: options.leaseTtlMs,
+      clock,
+      logger,
+      links: this.#links,
+      answers,
+      stats: this.#stats,
+      onChange: (change) => this.#exchanges.instanceGone(change),
+    });
+    this.#endpointOf = this.#host.registry.routes;
+    const routeOf = new Map<string, string>();
+    for (const [routeId, endpointId] of this.#endpointOf) routeOf.set(endpointId, routeId);
+    this.#exchanges = new ExchangeRouter({
+      registry: this.#host.registry,
+      routeOf,
+      endpointOf: this.#endpointOf,
+      links: this.#links,
+      answers,
+      stats: this.#stats,
+      clock,
+      exchangeTimeoutMs,
+      maxPending,
+      maxPendingPerEndpoint,
+      maxExecutions,
+    });
+  }
+
+  /** The Registry the gateway hosts (read its records and revision; it decides on its own). */
+  get registry(): EndpointRegistry {
+    return this.#host.registry;
+  }
+
+  /** A snapshot of the counters. */
+  get stats(): ToolGatewayStats {
+    return { ...this.#stats };
+  }
+
+  /** Forwarded requests still waiting for their provider's answer. */
+  get pendingExchanges(): number {
+    return this.#exchanges.pendingExchanges;
+  }
+
+  /** The last `endpoint.status` the current instance of `endpointId` reported, if any. */
+  endpointStatus(endpointId: string): EndpointStatus | undefined {
+    return this.#host.endpointStatus(endpointId);
+  }
+
+  /**
+   * The current instance of `endpointId`; throws a {@linkcode ToolCallError} (a
+   * `ToolEndpointError`) `FORGE_ENDPOINT_UNAVAILABLE`, retryable, of kind `"error"`
+   * when it has none: the error the gateway answers a request for that endpoint with.
+   */
+  resolveInstance(endpointId: string): string {
+    const record = this.#host.registry.lookup(endpointId);
+    if (record !== undefined) return record.endpointInstanceId;
+    throw new ToolCallError(unavailableError(endpointId), "error");
+  }
+
+  /**
+   * Attaches the physical link of a provider route: how envelopes for its provider (requests
+   * and Registry answers) are sent. Returns a function that detaches it. A route has at most
+   * one link.
+   */
+  attachRoute(routeId: string, send: ToolGatewayRouteSender): () => void;
+  attachRoute(routeId: string, send: ToolGatewayRouteSender, framing?: unknown): () => void {
+    if (!this.#endpointOf.has(routeId)) {
+      throw new RangeError(`route '${routeId}' is not a configured route of this gateway`);
+    }
+    if (typeof send !== "function") {
+      throw new TypeError(optionMessage("attach a route", "send", "a function", send));
+    }
+    if (this.#links.has(routeId)) throw new Error(`route '${routeId}' is already attached`);
+    // Only attachFramedRoute passes a RouteFraming; any other value is ignored.
+    const maxMessageBytes = this.#maxMessageBytes;
+    const link: RouteLink = framing instanceof RouteFraming
+      ? { frame: (envelope) => framing.frame(envelope, maxMessageBytes), send }
+      : { frame: unframed, send };
+    this.#links.set(routeId, link);
+    return () => {
+      if (this.#links.get(routeId) === link) this.#links.delete(routeId);
+    };
+  }
+
+  /**
+   * Takes one message a provider sent on route `routeId`. Never throws: an invalid envelope
+   * (its typed payload is checked unless a factory built it), an untrusted route and forged or
+   * late answers are dropped and logged.
+   */
+  receive(routeId: string, envelope: ToolEnvelope): void;
+  receive(routeId: string, envelope: ToolEnvelope, framed?: unknown): void {
+    const endpointId = this.#endpointOf.get(routeId);
+    if (endpointId === undefined) {
+      this.#answers.drop(`message on route '${routeId}', which is not configured`);
+      return;
+    }
+    let message: ToolEnvelope;
+    if (framed instanceof FramedMessage) {
+      try {
+        // The edge decodes and validates, once: the router takes the envelope as it is.
+        message = framed.decode(this.#maxMessageBytes);
+      } catch (error) {
+        this.#answers.drop(`undecodable message on route '${routeId}': ${error}`);
+        return;
+      }
+    } else {
+      try {
+        checkTypedEnvelope(envelope);
+      } catch (error) {
+        this.#answers.drop(`invalid message on route '${routeId}': ${error}`);
+        return;
+      }
+      message = envelope;
+    }
+    try {
+      this.#dispatch(routeId, endpointId, message);
+    } catch (error) {
+      // Every path above is checked; this only keeps a defect from escaping into the transport.
+      this.#stats.dropped += 1;
+      this.#answers.log(
+        "error",
+        "gateway.handle_failed",
+        `handling ${describe(message)} from route '${routeId}' failed: ${error}`,
+        error,
+      );
+    }
+  }
+
+  #dispatch(routeId: string, endpointId: string, envelope: ToolEnvelope): void {
+    switch (envelope.messageType) {
+      case "endpoint.register":
+      case "endpoint.unregister":
+        this.#host.manage(routeId, envelope);
+        return;
+      case "endpoint.status":
+        this.#host.status(endpointId, envelope);
+        return;
+      case "tool.event":
+        this.#exchanges.event(routeId, envelope);
+        return;
+      case "tool.invoke.response":
+      case "tool.status.response":
+      case "tool.result.response":
+      case "tool.control.response":
+      case "tool.error":
+        this.#exchanges.answer(routeId, envelope);
+        return;
+      default:
+        this.#answers.drop(
+          `${describe(envelope)} is not a provider message (route '${routeId}')`,
+        );
+    }
+  }
+
+  /**
+   * A new caller: a {@linkcode ToolClientTransport} whose requests are routed by endpoint id
+   * and whose `connect` callback receives the answers to its own requests and the events of the
+   * executions it invoked.
+   */
+  connect(): ToolClientTransport {
+    const caller = this.#exchanges.addCaller();
+    return {
+      send: (request) => this.#exchanges.send(caller, request),
+      connect: (deliver) => {
+        if (typeof deliver !== "function") throw new TypeError("deliver must be a function");
+        if (caller.deliver !== undefined) throw new Error("this caller is already connected");
+        caller.deliver = deliver;
+      },
+      resolveInstance: (endpointId) => {
+        try {
+          return this.resolveInstance(endpointId);
+        } catch (error) {
+          // The client rejects the call with this error before sending anything.
+          this.#stats.unavailable += 1;
+          throw error;
+        }
+      },
+      close: () => this.#exchanges.closeCaller(caller),
+    };
+  }
+
+  /**
+   * Stops routing: every waiting exchange is answered with a retryable
+   * `FORGE_ENDPOINT_UNAVAILABLE` error, timers are cleared, callers and routes are released.
+   * Later requests are refused. Calling it again does nothing.
+   */
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    this.#host.close();
+    this.#exchanges.close();
+    this.#links.clear();
+    return Promise.resolve();
+  }
+}
+
+/** `attachRoute` with its hidden third argument (see RouteFraming). */
+type FramedAttach = (
+  routeId: string,
+  send: (frame: never) => void | Promise<void>,
+  framing: RouteFraming,
+) => () => void;
+
+/** `receive` with its hidden third argument (see FramedMessage). */
+type FramedReceive = (routeId: string, envelope: undefined, framed: FramedMessage) => void;
+
+/**
+ * @internal {@linkcode ToolGateway.attachRoute} for a transport edge that frames the route's
+ * messages: `frame` encodes each envelope once (with the gateway's `maxMessageBytes`; a
+ * `ToolProtocolError` from it answers the caller, and nothing is sent), `send` carries the
+ * frame. Never exported from the package's entry points.
+ */
+export function attachFramedRoute<T>(
+  gateway: ToolGateway,
+  routeId: string,
+  frame: (envelope: ToolEnvelope, maxMessageBytes?: number) => T,
+  send: (frame: T) => void | Promise<void>,
+): () => void {
+  return (gateway.attachRoute as unknown as FramedAttach).call(
+    gateway,
+    routeId,
+    send as (frame: never) => void | Promise<void>,
+    new RouteFraming(frame),
+  );
+}
+
+/**
+ * @internal {@linkcode ToolGateway.receive} of a framed message: `decode` decodes and validates
+ * it (given the gateway's `maxMessageBytes`); what it throws drops the message as undecodable.
+ * The router does not validate the envelope a second time. Never exported from the package's
+ * entry points.
+ */
+export function receiveFramed(
+  gateway: ToolGateway,
+  routeId: string,
+  decode: (maxMessageBytes?: number) => ToolEnvelope,
+): void {
+  (gateway.receive as unknown as FramedReceive).call(
+    gateway,
+    routeId,
+    undefined,
+    new FramedMessage(decode),
+  );
+}
