@@ -14,6 +14,7 @@ import {
   ToolResultResponse,
 } from "../endpoint/models.ts";
 
+// Shared answers: the models are immutable, one object serves every execution.
 export const RUNNING = new ToolExecutionStatus({ phase: "running" });
 export const STOPPING = new ToolExecutionStatus({ phase: "stopping" });
 export const ACCEPTED = new ToolAccepted();
@@ -54,6 +55,7 @@ export const ABORTED_ERROR = new ToolError({
   message: "the execution was aborted (handler closed or invoke abandoned) before it finished",
   retryable: false,
 });
+/** The terminal event of each result status (`unknown` has its own, see `unknown_event.ts`). */
 export const TERMINAL_EVENT: Readonly<
   Record<
     Exclude<ToolResult["status"], "unknown">,
@@ -65,5 +67,6 @@ export const TERMINAL_EVENT: Readonly<
   cancelled: "cancelled",
   stopped: "stopped",
 };
+
 /** Issues listed in `details.issues` at most (the message gives the total). */
 export const MAX_LISTED_ISSUES = 100;

@@ -18,15 +18,15 @@ import {
 } from "./_constants.ts";
 import { keyFields } from "./_validate.ts";
 
-export function isAbort(error: unknown, signal: AbortSignal): boolean {
+function isAbort(error: unknown, signal: AbortSignal): boolean {
   return error === signal.reason ||
     (error instanceof DOMException && error.name === "AbortError");
 }
 
-/** Why a function's signal aborted, which decides its outcome (see the module documentation). */
-export type AbortCause = "stop" | "deadline" | "aborted" | undefined;
+/** Why a function's signal aborted, which decides its outcome (see the table in `define.ts`). */
+type AbortCause = "stop" | "deadline" | "aborted" | undefined;
 
-export function abortCause(
+function abortCause(
   signal: AbortSignal,
   stopStatus: "cancelled" | "stopped" | undefined,
 ): AbortCause {
@@ -36,7 +36,7 @@ export function abortCause(
 }
 
 /**
- * The terminal result of a settled function (see the module documentation's table), logging
+ * The terminal result of a settled function (the table of `define.ts`'s module documentation), logging
  * every failed or unknown outcome with the execution key. The outcome follows why the signal
  * aborted, whatever the function then did: returning after the deadline or after a close is not
  * a success.
@@ -115,7 +115,7 @@ export function outcomeOf(
  * abandon (`unknown`) aborted, with the outputs it returned, logged with the execution key
  * (`provider.failed` and `provider.aborted`, as when it throws).
  */
-export function aborted(
+function aborted(
   cause: "deadline" | "aborted",
   outputs: ToolResult["outputs"] | undefined,
   thrown: unknown,
@@ -136,10 +136,11 @@ export function aborted(
     : new ToolResult({ status: "unknown", error, outputs });
 }
 
-export function isTimeout(reason: unknown): boolean {
+function isTimeout(reason: unknown): boolean {
   return reason instanceof DOMException && reason.name === "TimeoutError";
 }
 
+/** The execution status a terminal result leaves (`completed` for `succeeded`). */
 export function statusOf(result: ToolResult): ToolExecutionStatus {
   switch (result.status) {
     case "succeeded":

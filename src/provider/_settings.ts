@@ -11,12 +11,14 @@ import { ToolOperationDescriptor } from "../endpoint/models.ts";
 import { booleanOption, optionError } from "./_validate.ts";
 import type { ImplementOptions } from "./types.ts";
 
+/** What a definition's options settle once. */
 export interface Settings {
   readonly semantics: "query" | "action" | "session";
   readonly maxConcurrency: number;
   readonly controllable: boolean;
 }
 
+/** Reads and checks a definition's options. */
 export function settingsOf(
   semantics: "query" | "action" | "session",
   options: Record<string, unknown>,
@@ -37,12 +39,14 @@ export function defining(semantics: "query" | "action" | "session"): string {
   return `define ${semantics === "action" ? "an" : "a"} ${semantics}`;
 }
 
+/** Checks that a definition was given its function. */
 export function checkRun(run: unknown, semantics: "query" | "action" | "session"): void {
   if (typeof run !== "function") {
     throw optionError(defining(semantics), "run", "a function", run);
   }
 }
 
+/** The operation descriptor of a definition under `name`. */
 export function descriptorFor(settings: Settings, name: string): ToolOperationDescriptor {
   return new ToolOperationDescriptor({
     name,
@@ -54,6 +58,7 @@ export function descriptorFor(settings: Settings, name: string): ToolOperationDe
   });
 }
 
+/** Checks the options of `implement()` (defaults applied). */
 export function implementOptions(options: ImplementOptions) {
   if (typeof options !== "object" || options === null) {
     throw optionError("implement an operation", "options", "an object", options);

@@ -20,6 +20,7 @@ import {
 } from "./schema.ts";
 import type { ArgumentSchema } from "./types.ts";
 
+/** An option error in the style of `src/_internal/options.ts` (the value received shown). */
 export function optionError(
   what: string,
   option: string,
@@ -29,6 +30,7 @@ export function optionError(
   return new TypeError(optionMessage(what, option, requirement, value));
 }
 
+/** A boolean option, `fallback` when absent; a `TypeError` naming the value otherwise. */
 export function booleanOption(
   value: unknown,
   fallback: boolean,
@@ -40,6 +42,7 @@ export function booleanOption(
   return value;
 }
 
+/** The execution-key fields of a log record. */
 export function keyFields(context: ToolContext) {
   return {
     endpointId: context.endpointId,
@@ -49,7 +52,7 @@ export function keyFields(context: ToolContext) {
   };
 }
 
-export function issuePath(issue: StandardSchemaV1Issue): (string | number)[] {
+function issuePath(issue: StandardSchemaV1Issue): (string | number)[] {
   const path: (string | number)[] = [];
   for (const segment of issue.path ?? []) {
     const key = typeof segment === "object" && segment !== null ? segment.key : segment;
@@ -58,7 +61,7 @@ export function issuePath(issue: StandardSchemaV1Issue): (string | number)[] {
   return path;
 }
 
-export function invalidArguments(issues: ReadonlyArray<StandardSchemaV1Issue>): ToolEndpointError {
+function invalidArguments(issues: ReadonlyArray<StandardSchemaV1Issue>): ToolEndpointError {
   const count = issues.length === 1 ? "1 issue" : `${issues.length} issues`;
   try {
     const listed = issues.slice(0, MAX_LISTED_ISSUES).map((issue) => ({
@@ -98,6 +101,7 @@ export type Validate<A> = (
   logger: ToolLogger,
 ) => A | Promise<A>;
 
+/** The argument validation of a definition (`arguments`), or a pass-through without a schema. */
 export function validatorOf<A>(schema: ArgumentSchema | undefined, what: string): Validate<A> {
   if (schema === undefined) return (request) => request.arguments as A;
   let standard: StandardSchemaV1;
@@ -159,6 +163,7 @@ export type CheckOutputs = (
   logger: ToolLogger,
 ) => Promise<ToolError | undefined>;
 
+/** The outputs check of a definition (`outputs`), or `undefined` without a schema. */
 export function outputsCheckOf(schema: unknown, what: string): CheckOutputs | undefined {
   if (schema === undefined) return undefined;
   let standard: StandardSchemaV1;
