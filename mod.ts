@@ -48,21 +48,21 @@
  *
  * @module
  */
+export { defineAction, defineQuery, defineSession } from "./src/provider/define.ts";
 export {
-  type ActionDefinitionOptions,
-  type ArgumentSchema,
-  defineAction,
   defineEndpoint,
-  defineQuery,
-  defineSession,
-  type DefinitionOptions,
   type EndpointDefinitionOptions,
-  type ExecutionCallContext,
-  type QueryCallContext,
-  type SessionDefinitionOptions,
   type ToolEndpointDefinition,
-  type ToolOperationDefinition,
-} from "./src/provider/define.ts";
+} from "./src/provider/endpoint.ts";
+export type {
+  ActionDefinitionOptions,
+  ArgumentSchema,
+  DefinitionOptions,
+  ExecutionCallContext,
+  QueryCallContext,
+  SessionDefinitionOptions,
+  ToolOperationDefinition,
+} from "./src/provider/types.ts";
 export { type JsonSchema, jsonSchema, type StandardSchemaV1 } from "./src/provider/schema.ts";
 export {
   type CloseOptions,

@@ -589,3 +589,47 @@ Deno.test("gateway: the edge hooks of the router stay internal to the package", 
     assert(!names.includes("serveGatewayLoopbackRoute"), entry);
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// src/provider/ along its seams (issue 18 §2.4)
+
+/** Every .ts file under `dir` (relative to the repository root), recursively. */
+async function tsFilesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const entry of Deno.readDir(new URL(dir, ROOT))) {
+    const path = `${dir}${entry.name}`;
+    if (entry.isDirectory) out.push(...await tsFilesUnder(`${path}/`));
+    else if (entry.name.endsWith(".ts")) out.push(path);
+  }
+  return out.sort();
+}
+
+Deno.test("structure: no module in src/provider/ is over 500 lines", async () => {
+  const long: string[] = [];
+  for (const file of await tsFilesUnder("src/provider/")) {
+    const lines = (await Deno.readTextFile(new URL(file, ROOT))).split("\n").length - 1;
+    if (lines > 500) long.push(`${file}: ${lines}`);
+  }
+  assertEquals(long, []);
+});
+
+Deno.test("structure: nothing outside src/provider/ (and its tests) imports src/provider/_*", async () => {
+  const files = [
+    ...ENTRY_POINTS,
+    ...await tsFilesUnder("src/"),
+    ...await tsFilesUnder("tests/"),
+    ...await tsFilesUnder("bench/"),
+    ...await tsFilesUnder("examples/"),
+  ].filter((file) => !file.startsWith("src/provider/") && !file.startsWith("tests/provider/"));
+  const pattern = /(?:import|export)[^;]*?from\s+"([^"]+)";/gs;
+  const crossing: string[] = [];
+  for (const file of files) {
+    const base = new URL(file, ROOT);
+    for (const match of (await Deno.readTextFile(base)).matchAll(pattern)) {
+      if (!match[1].startsWith(".")) continue;
+      const target = new URL(match[1], base).href.slice(ROOT.href.length);
+      if (target.startsWith("src/provider/_")) crossing.push(`${file} -> ${target}`);
+    }
+  }
+  assertEquals(crossing, []);
+});

@@ -13,7 +13,7 @@ import {
   ToolExecutionStatus,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 
 Deno.test("a plain object satisfies none of the nominal models", () => {
   // @ts-expect-error a ToolResult is nominal

@@ -9,8 +9,8 @@ import {
   jsonSchema,
   type StandardSchemaV1,
   type ToolLogRecord,
-} from "../mod.ts";
-import type { ToolEnvelope } from "../wire.ts";
+} from "../../mod.ts";
+import type { ToolEnvelope } from "../../wire.ts";
 import {
   acceptedOutcome,
   ACTION,
@@ -19,7 +19,7 @@ import {
   invokeFor,
   QUERY,
   rejectedError,
-} from "./_handler_fakes.ts";
+} from "../_handler_fakes.ts";
 
 function serve(
   target: { endpointId: string; operation: string },

@@ -1,15 +1,15 @@
 // Messages a TypeScript user can act on: constructor errors name the TypeScript field and the
 // Wire field, while decoding keeps the reference's messages byte for byte.
 import { assertEquals, assertInstanceOf, assertThrows } from "@std/assert";
-import { ToolContext, ToolExecutionKey, ToolOperationDescriptor } from "../mod.ts";
+import { ToolContext, ToolExecutionKey, ToolOperationDescriptor } from "../../mod.ts";
 import {
   decodeEnvelope,
   EndpointRegistryResponse,
   invokeRequestFromEnvelope,
   ToolEnvelope,
   ToolProtocolError,
-} from "../wire.ts";
-import { envelopeInit } from "./_helpers.ts";
+} from "../../wire.ts";
+import { envelopeInit } from "../_helpers.ts";
 
 const context = {
   executionKey: new ToolExecutionKey({ invocationId: "i", attemptId: "a" }),

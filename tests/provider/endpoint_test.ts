@@ -31,7 +31,7 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "forge-tool-node-" });
     try {
       const bundle = `${dir}/mod.js`;
-      const root = new URL("../", import.meta.url);
+      const root = new URL("../../", import.meta.url);
       const bundled = await new Deno.Command(Deno.execPath(), {
         args: [
           "bundle",
@@ -48,7 +48,7 @@ Deno.test({
       assertEquals(bundled.success, true, new TextDecoder().decode(bundled.stderr));
       assertEquals(unguardedDenoUses(await Deno.readTextFile(bundle)), []);
       const run = await new Deno.Command("node", {
-        args: [new URL("./fixtures/node/run_endpoint.mjs", import.meta.url).pathname, bundle],
+        args: [new URL("../fixtures/node/run_endpoint.mjs", import.meta.url).pathname, bundle],
         stdout: "piped",
         stderr: "piped",
       }).output();
