@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ToolLogger } from "../mod.ts";
+import type { ToolEndpointHandler, ToolLogger } from "../mod.ts";
 import { ToolGateway } from "../gateway.ts";
 import { LoopbackDataflow, serveToolEndpoint } from "../dora.ts";
 import type { McpToolMetadata } from "../mcp.ts";
@@ -42,6 +42,8 @@ export const demoMcpTools: Readonly<Record<string, Readonly<Record<string, McpTo
 /** A running demo gateway. */
 export interface DemoGateway {
   readonly gateway: ToolGateway;
+  /** The endpoint's handler (its metrics show what reached the endpoint). */
+  readonly handler: ToolEndpointHandler;
   /** Stops the endpoint node (it unregisters), then closes the gateway. */
   stop(): Promise<void>;
 }
@@ -77,6 +79,7 @@ export async function startDemoGateway(options: DemoGatewayOptions = {}): Promis
   }
   return {
     gateway,
+    handler,
     async stop() {
       if (!flow.isClosed) await flow.stop().catch(() => undefined);
       await node;
