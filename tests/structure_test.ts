@@ -633,3 +633,28 @@ Deno.test("structure: nothing outside src/provider/ (and its tests) imports src/
   }
   assertEquals(crossing, []);
 });
+
+// --- MCP: one entry point imports the SDK -------------------------------------------------------
+
+Deno.test("structure: only src/mcp/ and mcp.ts import the MCP SDK; the other entries reach none of it", async () => {
+  const sdk = /from\s+"(?:npm:)?@modelcontextprotocol\/sdk/;
+  const importers: string[] = [];
+  for (const file of await sourceFiles()) {
+    if (sdk.test(await Deno.readTextFile(new URL(file, SRC)))) importers.push(`src/${file}`);
+  }
+  for (const entry of [...ENTRY_POINTS, "mcp.ts"]) {
+    if (sdk.test(await Deno.readTextFile(new URL(entry, ROOT)))) importers.push(entry);
+  }
+  assertEquals(importers.filter((file) => !file.startsWith("src/mcp/")), []);
+  assert(importers.includes("src/mcp/server.ts"));
+  for (const entry of ENTRY_POINTS) {
+    const info = await denoJson("info", "--json", entry);
+    const modules = (info.modules as { specifier: string }[]).map((module) => module.specifier);
+    assertEquals(
+      modules.filter((specifier) => specifier.includes("modelcontextprotocol")),
+      [],
+      entry,
+    );
+    assertEquals(modules.filter((specifier) => specifier.includes("/src/mcp/")), [], entry);
+  }
+});

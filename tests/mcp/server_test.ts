@@ -1,0 +1,311 @@
+import { assertEquals, assertRejects, assertThrows } from "@std/assert";
+import {
+  CallToolResultSchema,
+  McpError,
+  type Task,
+  type Tool,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { ToolGateway } from "../../gateway.ts";
+import { createMcpServer, mcpToolName } from "../../mcp.ts";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { connect, newClient, startDemo, startTask, until } from "./_setup.ts";
+
+const RESULT = "forge.tool/result_status";
+
+/** assertRejects with the MCP error type. */
+async function rejects(call: () => Promise<unknown>, type: typeof McpError): Promise<McpError> {
+  return (await assertRejects(call, type)) as McpError;
+}
+
+Deno.test("mcp: tool names follow the MCP rule, deterministic, hashed only when needed", () => {
+  assertEquals(mcpToolName("robot.demo", "detect"), "robot.demo.detect");
+  const odd = mcpToolName("robot demo", "dé tect");
+  assertEquals(/^robot_demo\.d_\_tect-[0-9a-f]{8}$/.test(odd), true);
+  assertEquals(mcpToolName("robot demo", "dé tect"), odd);
+  assertEquals(mcpToolName("robot_demo", "d__tect"), "robot_demo.d__tect");
+  const long = mcpToolName("e".repeat(200), "op");
+  assertEquals(long.length, 128);
+  assertEquals(/^[A-Za-z0-9._-]{1,128}$/.test(long), true);
+});
+
+Deno.test("mcp: option errors name the option and show the value", async () => {
+  const gateway = new ToolGateway({ routes: {} });
+  assertThrows(
+    () => createMcpServer(gateway, { callerId: "a", maxTasks: 0 }),
+    RangeError,
+    "Cannot create the MCP server as 'maxTasks' must be a positive integer: current value is 0",
+  );
+  assertThrows(
+    () => createMcpServer(gateway, { callerId: " " }),
+    TypeError,
+    `Cannot create the MCP server as 'callerId' must be a non-blank string: current value is " "`,
+  );
+  await gateway.close();
+});
+
+Deno.test("mcp: tools/list is the Registry's operations, with schemas and task support", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const { tools } = await client.listTools();
+  assertEquals(tools.map((tool: Tool) => [tool.name, tool.execution?.taskSupport]), [
+    ["robot.demo.detect", "forbidden"],
+    ["robot.demo.move", "optional"],
+    ["robot.demo.policy", "optional"],
+  ]);
+  assertEquals(tools[0].inputSchema, {
+    type: "object",
+    properties: { classes: { type: "array", items: { type: "string" } } },
+  });
+  assertEquals(tools[0].outputSchema?.required, ["objects"]);
+  assertEquals(tools[1].outputSchema, undefined);
+  assertEquals(tools[1]._meta?.["forge.tool/semantics"], "action");
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: a Query is tools/call with structuredContent and a text block", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const result = await client.callTool({
+    name: "robot.demo.detect",
+    arguments: { classes: ["cube"] },
+  });
+  const outputs = { objects: [{ class: "cube", score: 0.9, box: [0, 20, 32, 32] }] };
+  assertEquals(result.structuredContent, outputs);
+  assertEquals(result.content, [{
+    type: "text",
+    text: '{"objects":[{"box":[0,20,32,32],"class":"cube","score":0.9}]}',
+  }]);
+  assertEquals(result.isError, undefined);
+  assertEquals(result._meta?.[RESULT], "succeeded");
+  // Arguments the endpoint's schema refuses: the ToolError as isError.
+  const refused = await client.callTool({ name: "robot.demo.detect", arguments: { classes: 3 } });
+  assertEquals(refused.isError, true);
+  const text = (refused.content as { text: string }[])[0].text;
+  assertEquals(text.startsWith("The endpoint rejected the call: "), true);
+  assertEquals(JSON.parse(text.slice(text.indexOf("{"))).code, "FORGE_ENDPOINT_INVALID_ARGUMENTS");
+  // An unknown tool is the SDK's InvalidParams error.
+  const unknown = await rejects(
+    () => client.callTool({ name: "robot.demo.nope", arguments: {} }),
+    McpError,
+  );
+  assertEquals(unknown.code, -32602);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: an Action runs as a task: working with progress, then completed", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const task = await startTask(client, "robot.demo.move", { target: "home" });
+  assertEquals(task.status, "working");
+  assertEquals(task.ttl, 3_600_000);
+  assertEquals(task.pollInterval, 10);
+  const messages = new Set<string>();
+  await until(async () => {
+    const got = await client.experimental.tasks.getTask(task.taskId);
+    if (got.statusMessage !== undefined) messages.add(got.statusMessage);
+    return got.status === "completed";
+  }, "the move task to complete");
+  // Polling sees some of the progress events (which ones depends on timing), then the result.
+  const seen = [...messages];
+  assertEquals(
+    seen.every((m) => /^progress \{"fraction":(0|0\.\d|1)\}$|^result succeeded$/.test(m)),
+    true,
+  );
+  assertEquals(seen.includes("result succeeded"), true);
+  const done = await client.experimental.tasks.getTask(task.taskId);
+  assertEquals([done.status, done.statusMessage], ["completed", "result succeeded"]);
+  const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  assertEquals(result.structuredContent, { pose: "home" });
+  assertEquals(result._meta?.[RESULT], "succeeded");
+  const listed = await client.experimental.tasks.listTasks();
+  assertEquals(listed.tasks.map((t: Task) => [t.taskId, t.status]), [[task.taskId, "completed"]]);
+  assertEquals(demo.handler.metrics.operations.move.succeeded, 1);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: tasks/cancel sends cancel to an Action; the task ends cancelled", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const task = await startTask(client, "robot.demo.move", { target: "shelf" });
+  await until(
+    async () =>
+      (await client.experimental.tasks.getTask(task.taskId)).statusMessage?.startsWith(
+        "progress",
+      ) === true,
+    "a progress statusMessage",
+  );
+  const cancelled = await client.experimental.tasks.cancelTask(task.taskId);
+  assertEquals([cancelled.status, cancelled.statusMessage], ["cancelled", "result cancelled"]);
+  const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  assertEquals(result._meta?.[RESULT], "cancelled");
+  assertEquals(result.isError, undefined);
+  assertEquals(demo.handler.metrics.operations.move.cancelled, 1);
+  // A terminal task cannot be cancelled again (the SDK's InvalidParams).
+  const again = await rejects(
+    () => client.experimental.tasks.cancelTask(task.taskId),
+    McpError,
+  );
+  assertEquals(again.code, -32602);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: a Session runs as a task with heartbeats; tasks/cancel stops it", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const task = await startTask(client, "robot.demo.policy", { task: "sort" });
+  await until(
+    async () =>
+      (await client.experimental.tasks.getTask(task.taskId)).statusMessage?.startsWith(
+        "heartbeat",
+      ) === true,
+    "a heartbeat statusMessage",
+  );
+  const cancelled = await client.experimental.tasks.cancelTask(task.taskId);
+  assertEquals([cancelled.status, cancelled.statusMessage], ["cancelled", "result stopped"]);
+  const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  assertEquals(result._meta?.[RESULT], "stopped");
+  assertEquals(demo.handler.metrics.operations.policy.stopped, 1);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: a blocking Action call sends notifications/progress for a progress token", async () => {
+  const demo = await startDemo(5);
+  const { client, mcp } = await connect(demo, "agent-1");
+  const progress: [number, string | undefined][] = [];
+  const result = await client.callTool(
+    { name: "robot.demo.move", arguments: { target: "bin" } },
+    undefined,
+    {
+      onprogress: (p: { progress: number; message?: string }) =>
+        void progress.push([p.progress, p.message]),
+    },
+  );
+  assertEquals(result.structuredContent, { pose: "bin" });
+  assertEquals(progress.length, 11);
+  assertEquals(progress[0], [1, 'progress {"fraction":0}']);
+  assertEquals(progress[10], [11, 'progress {"fraction":1}']);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: notifications/cancelled of a blocking call sends cancel to the Action", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const controller = new AbortController();
+  const call = client.callTool(
+    { name: "robot.demo.move", arguments: { target: "far" } },
+    undefined,
+    { signal: controller.signal, onprogress: () => controller.abort("operator") },
+  );
+  await assertRejects(() => call);
+  await until(() => demo.handler.metrics.operations.move.cancelled === 1, "the cancel");
+  assertEquals(demo.handler.metrics.operations.move.succeeded, 0);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: a client disconnect mid-call cancels a blocking call; tasks go on", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  // The demo's move runs one at a time: the task is a Session.
+  const task = await startTask(client, "robot.demo.policy", { task: "go on" });
+  let progressed = false;
+  const call = client.callTool(
+    { name: "robot.demo.move", arguments: { target: "blocking" } },
+    undefined,
+    { onprogress: () => void (progressed = true) },
+  );
+  call.catch(() => {});
+  await until(() => progressed, "the blocking call's first progress");
+  await client.close();
+  await until(() => demo.handler.metrics.operations.move.cancelled === 1, "the cancel");
+  assertEquals(demo.handler.metrics.operations.move.succeeded, 0);
+  assertEquals(demo.handler.metrics.operations.policy.stopped, 0);
+  // The task is not tied to the connection: the agent reconnects and still holds it.
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  await mcp.server.connect(serverTransport);
+  const again = newClient();
+  await again.connect(clientTransport);
+  assertEquals((await again.experimental.tasks.getTask(task.taskId)).status, "working");
+  const ended = await again.experimental.tasks.cancelTask(task.taskId);
+  assertEquals([ended.status, ended.statusMessage], ["cancelled", "result stopped"]);
+  await again.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: a Registry change sends notifications/tools/list_changed", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  let changed = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+  assertEquals((await client.listTools()).tools.length, 3);
+  await demo.stop(); // the endpoint node unregisters
+  await until(() => changed === 1, "list_changed");
+  assertEquals((await client.listTools()).tools, []);
+  await client.close();
+  await mcp.close();
+});
+
+Deno.test("mcp: two callers never see each other's tasks", async () => {
+  const demo = await startDemo();
+  const a = await connect(demo, "agent-a");
+  const b = await connect(demo, "agent-b");
+  const task = await startTask(a.client, "robot.demo.policy", {});
+  const tasksB = b.client.experimental.tasks;
+  for (
+    const call of [
+      () => tasksB.getTask(task.taskId),
+      () => tasksB.getTaskResult(task.taskId, CallToolResultSchema),
+      () => tasksB.cancelTask(task.taskId),
+    ]
+  ) {
+    const error = await rejects(call, McpError);
+    assertEquals(error.code, -32602);
+  }
+  assertEquals((await tasksB.listTasks()).tasks, []);
+  assertEquals((await a.client.experimental.tasks.listTasks()).tasks.length, 1);
+  assertEquals((await a.client.experimental.tasks.cancelTask(task.taskId)).status, "cancelled");
+  await a.client.close();
+  await b.client.close();
+  await a.mcp.close();
+  await b.mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: the task table is bounded: a full table of working tasks refuses a new one", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1", { maxTasks: 1 });
+  const first = await startTask(client, "robot.demo.policy", {});
+  const error = await rejects(() => startTask(client, "robot.demo.policy", {}), McpError);
+  assertEquals(error.code, -32600);
+  assertEquals(
+    error.message,
+    "MCP error -32600: MCP error -32600: Cannot create a task as 1 tasks of this caller are working ('maxTasks'); " +
+      "wait for one to finish or cancel one",
+  );
+  assertEquals(demo.handler.metrics.operations.policy.admitted, 1);
+  await client.experimental.tasks.cancelTask(first.taskId);
+  // A finished task is evicted for a new one.
+  const second = await startTask(client, "robot.demo.policy", {});
+  assertEquals((await client.experimental.tasks.listTasks()).tasks.map((t: Task) => t.taskId), [
+    second.taskId,
+  ]);
+  await client.experimental.tasks.cancelTask(second.taskId);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});

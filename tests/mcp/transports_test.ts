@@ -1,0 +1,151 @@
+import { assertEquals, assertRejects } from "@std/assert";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CallToolResultSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { mcpHttpHandler } from "../../mcp.ts";
+import { demoMcpTools } from "../../examples/mcp_demo.ts";
+import { newClient, startDemo, startTask, until } from "./_setup.ts";
+
+const RESULT = "forge.tool/result_status";
+
+/** The gateway's HTTP layer in miniature: the bearer token is the caller id. */
+function serve(handler: (request: Request, callerId: string) => Promise<Response>) {
+  return Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, (request) => {
+    const token = request.headers.get("authorization")?.replace(/^Bearer /, "");
+    if (token === undefined) return new Response("unauthorized", { status: 401 });
+    return handler(request, token);
+  });
+}
+
+function httpClient(url: URL, token: string) {
+  const transport = new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  return { client: newClient(), transport };
+}
+
+Deno.test("mcp over HTTP: list, Query, an Action task cancelled, ownership by caller", async () => {
+  const demo = await startDemo();
+  const handler = mcpHttpHandler(demo.gateway, {
+    tools: demoMcpTools,
+    pollIntervalMs: 10,
+    logger: () => {},
+  });
+  const server = serve(handler);
+  const url = new URL(`http://127.0.0.1:${server.addr.port}/mcp`);
+  const a = httpClient(url, "agent-a");
+  const b = httpClient(url, "agent-b");
+  await a.client.connect(a.transport);
+  await b.client.connect(b.transport);
+  assertEquals(handler.sessions, 2);
+
+  const { tools } = await a.client.listTools();
+  assertEquals(tools.map((tool: Tool) => tool.name), [
+    "robot.demo.detect",
+    "robot.demo.move",
+    "robot.demo.policy",
+  ]);
+  const query = await a.client.callTool({
+    name: "robot.demo.detect",
+    arguments: { classes: ["cube"] },
+  });
+  assertEquals(query.structuredContent, {
+    objects: [{ class: "cube", score: 0.9, box: [0, 20, 32, 32] }],
+  });
+
+  const task = await startTask(a.client, "robot.demo.move", { target: "shelf" });
+  await until(
+    async () =>
+      (await a.client.experimental.tasks.getTask(task.taskId)).statusMessage?.startsWith(
+        "progress",
+      ) === true,
+    "a progress statusMessage",
+  );
+  // Agent b sees none of it.
+  const error = (await assertRejects(
+    () => b.client.experimental.tasks.getTask(task.taskId),
+    McpError,
+  )) as McpError;
+  assertEquals(error.code, -32602);
+  assertEquals((await b.client.experimental.tasks.listTasks()).tasks, []);
+  // Nor can b use a's session id.
+  const stolen = await fetch(url, {
+    method: "POST",
+    headers: {
+      authorization: "Bearer agent-b",
+      "mcp-session-id": a.transport.sessionId!,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/list" }),
+  });
+  assertEquals(stolen.status, 404);
+  await stolen.body?.cancel();
+
+  const cancelled = await a.client.experimental.tasks.cancelTask(task.taskId);
+  assertEquals([cancelled.status, cancelled.statusMessage], ["cancelled", "result cancelled"]);
+  const result = await a.client.experimental.tasks.getTaskResult(
+    task.taskId,
+    CallToolResultSchema,
+  );
+  assertEquals(result._meta?.[RESULT], "cancelled");
+  assertEquals(demo.handler.metrics.operations.move.cancelled, 1);
+
+  // A blocking call with progress over the POST's SSE stream.
+  let progress = 0;
+  const blocking = await a.client.callTool(
+    { name: "robot.demo.move", arguments: { target: "bin" } },
+    undefined,
+    { onprogress: () => void progress++ },
+  );
+  assertEquals(blocking.structuredContent, { pose: "bin" });
+  assertEquals(progress, 11);
+
+  await a.transport.terminateSession();
+  await a.client.close();
+  await b.client.close();
+  await until(() => handler.sessions === 1, "the terminated session to close");
+  await handler.close();
+  assertEquals(handler.sessions, 0);
+  await server.shutdown();
+  await demo.stop();
+});
+
+Deno.test("mcp over stdio: the demo script serves robot.demo to an SDK client", async () => {
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: ["run", "--allow-read", "--allow-env", "examples/mcp_stdio.ts", "--step-ms", "10"],
+    stderr: "pipe",
+  });
+  const client = newClient();
+  await client.connect(transport);
+  const { tools } = await client.listTools();
+  assertEquals(tools.map((tool: Tool) => tool.name), [
+    "robot.demo.detect",
+    "robot.demo.move",
+    "robot.demo.policy",
+  ]);
+  const query = await client.callTool({ name: "robot.demo.detect", arguments: { classes: ["a"] } });
+  assertEquals(query.structuredContent, {
+    objects: [{ class: "a", score: 0.9, box: [0, 20, 32, 32] }],
+  });
+  const session = await startTask(client, "robot.demo.policy", { task: "sort" });
+  await until(
+    async () =>
+      (await client.experimental.tasks.getTask(session.taskId)).statusMessage?.startsWith(
+        "heartbeat",
+      ) === true,
+    "a heartbeat",
+  );
+  const stopped = await client.experimental.tasks.cancelTask(session.taskId);
+  assertEquals([stopped.status, stopped.statusMessage], ["cancelled", "result stopped"]);
+  const move = await startTask(client, "robot.demo.move", { target: "home" });
+  await until(
+    async () => (await client.experimental.tasks.getTask(move.taskId)).status === "completed",
+    "the move",
+  );
+  const result = await client.experimental.tasks.getTaskResult(move.taskId, CallToolResultSchema);
+  assertEquals(result.structuredContent, { pose: "home" });
+  assertEquals((await client.experimental.tasks.listTasks()).tasks.length, 2);
+  await client.close();
+});
