@@ -78,7 +78,7 @@ import {
   until,
   withFields,
   withoutUnhandledRejections,
-} from "./_handler_fakes.ts";
+} from "./handler/_fakes.ts";
 
 /** A test that also fails when any promise rejection went unhandled. */
 function test(name: string, fn: () => Promise<void>): void {

@@ -9,7 +9,7 @@ import {
   type ToolEnvelope,
   ToolProtocolError,
 } from "../wire.ts";
-import { LongRunning, requests, robotHandler } from "./_shutdown_fakes.ts";
+import { LongRunning, requests, robotHandler } from "./handler/_fakes.ts";
 
 const OPERATIONS = [["move", "action"], ["serve", "session"]] as const;
 

@@ -38,7 +38,7 @@ import {
   statusFor,
   statusOf,
   until,
-} from "./_handler_fakes.ts";
+} from "./handler/_fakes.ts";
 import { encodeEnvelope } from "../src/wire/codec.ts";
 
 /** A logger that keeps every record. */

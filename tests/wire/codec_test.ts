@@ -16,7 +16,7 @@ import {
   type ToolEnvelopeInit,
   type ToolMessageType,
   ToolProtocolError,
-} from "../wire.ts";
+} from "../../wire.ts";
 import {
   assertProtocolError,
   bytes,
@@ -27,8 +27,8 @@ import {
   UNREGISTER_HEADERS,
   unregisterText,
   wireText,
-} from "./_helpers.ts";
-import { parseStrictJsonBytes } from "../src/wire/codec.ts";
+} from "../_helpers.ts";
+import { parseStrictJsonBytes } from "../../src/wire/codec.ts";
 
 const MANAGEMENT_TYPES: readonly ToolMessageType[] = [
   "endpoint.register",

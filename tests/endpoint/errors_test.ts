@@ -6,8 +6,8 @@ import {
   assertStrictEquals,
   assertThrows,
 } from "@std/assert";
-import { ToolEndpointError, ToolProtocolError } from "../src/endpoint/errors.ts";
-import { ToolError } from "../src/endpoint/models.ts";
+import { ToolEndpointError, ToolProtocolError } from "../../src/endpoint/errors.ts";
+import { ToolError } from "../../src/endpoint/models.ts";
 
 Deno.test("endpoint error preserves structured failure", async () => {
   const reject = async (): Promise<never> => {

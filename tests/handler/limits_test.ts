@@ -17,8 +17,8 @@ import {
   ToolOperationDescriptor,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
-import { TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope } from "../wire.ts";
+} from "../../mod.ts";
+import { TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope } from "../../wire.ts";
 import {
   acceptedOutcome,
   checkProtocolError,
@@ -32,7 +32,7 @@ import {
   type Target,
   until,
   withoutUnhandledRejections,
-} from "./_handler_fakes.ts";
+} from "./_fakes.ts";
 
 /** A test that also fails when any promise rejection went unhandled. */
 function test(name: string, fn: () => Promise<void>): void {
@@ -452,7 +452,7 @@ Deno.test({
           bundle,
           "tests/fixtures/node/mod_and_wire.ts",
         ],
-        cwd: new URL("..", import.meta.url).pathname,
+        cwd: new URL("../..", import.meta.url).pathname,
       }).output();
       assert(bundled.success, new TextDecoder().decode(bundled.stderr));
       const script = `${dir}/main.mjs`;

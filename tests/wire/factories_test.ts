@@ -11,7 +11,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   controlResponseFromPayload,
   decodeEnvelope,
@@ -37,8 +37,8 @@ import {
   ToolEnvelope,
   validateManagementResponseCorrelation,
   validateResponseCorrelation,
-} from "../wire.ts";
-import { assertProtocolError, CODES, context, replaceEnvelope } from "./_helpers.ts";
+} from "../../wire.ts";
+import { assertProtocolError, CODES, context, replaceEnvelope } from "../_helpers.ts";
 
 function ctx(attemptId = "attempt-1") {
   return context("vision.yolo", "detect", { attemptId });

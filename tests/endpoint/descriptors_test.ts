@@ -1,13 +1,13 @@
 // Port of the reference's tests/test_descriptors.py, plus exact-message, order and shape checks.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
-import { TOOL_ENDPOINT_PROTOCOL } from "../src/endpoint/constants.ts";
-import { MAX } from "./_helpers.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../../src/endpoint/constants.ts";
+import { MAX } from "../_helpers.ts";
 import {
   ToolEndpointDescriptor,
   type ToolEndpointDescriptorInit,
   ToolOperationDescriptor,
   type ToolOperationDescriptorInit,
-} from "../src/endpoint/models.ts";
+} from "../../src/endpoint/models.ts";
 
 const PROTOCOL_VERSION = "forge.tool.endpoint/v1alpha1";
 

@@ -19,9 +19,9 @@ import {
   type ToolLogger,
   type ToolLogRecord,
   ToolResult,
-} from "../mod.ts";
-import { ToolProtocolError } from "../wire.ts";
-import { denoTracer, ToolLatencyHistogram, type ToolTracer } from "../node.ts";
+} from "../../mod.ts";
+import { ToolProtocolError } from "../../wire.ts";
+import { denoTracer, ToolLatencyHistogram, type ToolTracer } from "../../node.ts";
 import {
   ACTION,
   actionHandler,
@@ -39,7 +39,7 @@ import {
   SESSION,
   sessionHandler,
   statusFor,
-} from "./_handler_fakes.ts";
+} from "./_fakes.ts";
 
 /** A logger that keeps every record. */
 function recorder(): { readonly records: ToolLogRecord[]; readonly logger: ToolLogger } {

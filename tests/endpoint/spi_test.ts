@@ -11,14 +11,14 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../src/endpoint/models.ts";
+} from "../../src/endpoint/models.ts";
 import type {
   ActionToolEndpoint,
   QueryToolEndpoint,
   SessionToolEndpoint,
   ToolCallOptions,
   ToolEventEmitter,
-} from "../src/endpoint/spi.ts";
+} from "../../src/endpoint/spi.ts";
 
 class CollectingEmitter implements ToolEventEmitter {
   readonly events: ToolEvent[] = [];

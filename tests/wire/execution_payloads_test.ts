@@ -10,7 +10,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   controlRequestFromPayload,
   controlRequestToPayload,
@@ -39,8 +39,8 @@ import {
   ToolEnvelope,
   type ToolEnvelopeInit,
   type ToolMessageType,
-} from "../wire.ts";
-import { assertProtocolError, CODES, context } from "./_helpers.ts";
+} from "../../wire.ts";
+import { assertProtocolError, CODES, context } from "../_helpers.ts";
 
 /** The reference's `_envelope(type, payload)`. */
 function envelope(messageType: ToolMessageType, payload: object): ToolEnvelope {

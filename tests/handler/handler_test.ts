@@ -14,8 +14,12 @@ import {
   ToolOperationDescriptor,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
-import { TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope, validateResponseCorrelation } from "../wire.ts";
+} from "../../mod.ts";
+import {
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolEnvelope,
+  validateResponseCorrelation,
+} from "../../wire.ts";
 import {
   acceptedOutcome,
   ACTION,
@@ -58,7 +62,7 @@ import {
   UNKNOWN_START_RESULT,
   until,
   withFields,
-} from "./_handler_fakes.ts";
+} from "./_fakes.ts";
 
 const SUCCEEDED_HOME = new ToolResult({ status: "succeeded", outputs: { position: "home" } });
 const STOPPED_UPTIME = new ToolResult({ status: "stopped", outputs: { uptime_s: 12.5 } });
