@@ -73,7 +73,7 @@ import {
   requestOptions,
   SeededRandom,
   toolContext,
-} from "./_random.ts";
+} from "./_gen.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;
