@@ -1,4 +1,4 @@
-// Port of the reference's tests/test_exceptions.py, plus the error classes' shapes.
+// Port of the reference's tests/test_exceptions.py (2 tests), plus the error classes' shapes.
 import {
   assertEquals,
   assertInstanceOf,

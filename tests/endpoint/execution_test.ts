@@ -9,7 +9,6 @@ import {
 } from "@std/assert";
 import { MAX } from "../_helpers.ts";
 import { ToolContext, ToolExecutionKey } from "../../src/endpoint/models.ts";
-import type { ToolEventType } from "../../src/endpoint/constants.ts";
 import { context, contextValues, key, mutable } from "./_fixtures.ts";
 
 Deno.test("execution key is attempt scoped hashable identity", () => {

@@ -27,7 +27,6 @@ import {
   ToolResultResponse,
   validateExecutionResult,
 } from "../../src/endpoint/models.ts";
-import type { ToolEventType } from "../../src/endpoint/constants.ts";
 import { assertThrowsExactly, context, contextValues, type ErrorClass, key } from "./_fixtures.ts";
 
 // ---------------------------------------------------------------------------------------------

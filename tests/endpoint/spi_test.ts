@@ -1,4 +1,4 @@
-// Port of the reference's tests/test_protocols.py: structural fakes satisfy the provider SPI.
+// Port of the reference's tests/test_protocols.py (1 test): structural fakes satisfy the provider SPI.
 import { assert, assertEquals, assertStrictEquals } from "@std/assert";
 import {
   ToolAccepted,

@@ -1,7 +1,8 @@
 // Port of the reference's tests/test_handler.py (35 tests, every parametrized case), plus the
 // Tool 0.1.0 test `test_action_start_failure_preserves_an_established_terminal_result` (V1),
 // whose fix the port keeps. Python's NotImplementedError is a TypeError, ValueError a RangeError,
-// and asyncio task cancellation is `dispatch(request, { signal })`.
+// and asyncio task cancellation is `dispatch(request, { signal })`. Stays whole (over 400 lines):
+// the port keeps the reference file's tests together.
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { deadline } from "@std/async";
 import {

@@ -1,7 +1,8 @@
 // Handler behaviour under load and at the edges of time: deadlines beyond setTimeout's range,
 // the cost of linking a call while thousands of others are pending (listeners on shared
 // signals), Query admission against max_concurrency, the bound on events waiting to be
-// published, and the handler on Node.js.
+// published, and the handler on Node.js. Stays whole (over 400 lines): one suite of the
+// handler's bounds.
 import { assert, assertEquals, assertInstanceOf, assertStrictEquals } from "@std/assert";
 import { deadline, delay } from "@std/async";
 import {

@@ -1,6 +1,7 @@
 // The handler's observability: every provider failure is one record with the execution key (the
 // silent spots of issue 12 each have a test), per-operation counters and latency histograms, and
-// the handler's option errors naming the TypeScript option.
+// the handler's option errors naming the TypeScript option. Stays whole (over 400 lines): one
+// suite of what the handler reports.
 import {
   assert,
   assertEquals,

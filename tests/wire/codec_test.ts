@@ -1,5 +1,6 @@
 // Port of the reference's tests/test_wire.py (17 tests, every parametrized case), with exact
-// codes, paths and messages where the reference's behaviour pins them.
+// codes, paths and messages where the reference's behaviour pins them. Stays whole (over 400
+// lines): the port keeps the reference file's tests together.
 import {
   assert,
   assertEquals,

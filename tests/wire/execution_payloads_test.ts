@@ -1,5 +1,6 @@
 // Port of the reference's tests/test_wire_messages.py (12 tests, every parametrized case), with
-// exact codes, paths and messages.
+// exact codes, paths and messages. Stays whole (over 400 lines): the port keeps the reference
+// file's tests together.
 import { assert, assertEquals, assertInstanceOf, assertStrictEquals } from "@std/assert";
 import {
   ToolAccepted,

@@ -1,4 +1,5 @@
 // Port of the reference's tests/test_wire_factories.py (9 tests), with exact codes and paths.
+// Stays whole (over 400 lines): the port keeps the reference file's tests together.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import {
   ToolAccepted,
