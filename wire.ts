@@ -7,6 +7,17 @@
  * Providers and callers do not need this entry: `@forge/tool` holds the define* functions, the
  * handler and the client. Like `@forge/tool`, this entry imports no npm package and no FFI.
  *
+ * Besides the Wire, this entry is the documented home of the types that `@forge/tool`'s own
+ * signatures name but that entry does not list (it stays at about 60 names): the JSON value
+ * parts (`JsonArray`, `JsonPrimitive`) and the code tables (`ToolErrorCodeTable`,
+ * `ToolClientErrorCodeTable`); the client error's parts (`ToolClientErrorInit`,
+ * `ToolClientErrorContext`, `ToolClientExchange`); the define* helper types (`ArgumentsOf`,
+ * `OutputsOf`, `QueryFunction`, `ExecutionFunction`, `ImplementOptions`, ...); the schema types
+ * (Standard Schema v1, `JsonSchemaType`, `JsonSchemaValidator`, `isStandardSchema`); the SPI's
+ * `Awaitable`; `DispatchOptions`; and the typed client's types (`ToolOperations`,
+ * `TypedToolResult`, ...). Import them from here to annotate code written against those
+ * signatures; each keeps its doc comment where it is declared.
+ *
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
@@ -173,14 +184,17 @@ export {
   type ToolResultInit,
   type ToolResultResponseInit,
 } from "./src/endpoint/outcomes.ts";
+// The JSON value parts and the protocol code table named by the models and ToolErrorCodes.
 export type { JsonArray, JsonPrimitive } from "./src/_internal/json.ts";
 export { type ToolErrorCodeTable, ToolProtocolError } from "./src/endpoint/errors.ts";
+// Types named by @forge/tool signatures: the client error.
 export type {
   ToolClientErrorCodeTable,
   ToolClientErrorContext,
   ToolClientErrorInit,
   ToolClientExchange,
 } from "./src/client/errors.ts";
+// Types named by @forge/tool signatures: the define* functions.
 export type {
   AnyOperationDefinition,
   ArgumentsOf,
@@ -192,6 +206,7 @@ export type {
   QueryFunction,
   ToolOutputs,
 } from "./src/provider/define.ts";
+// Types named by @forge/tool signatures: argument and output schemas.
 export {
   type InferSchemaOutput,
   isStandardSchema,
@@ -202,8 +217,10 @@ export {
   type StandardSchemaV1Props,
   type StandardSchemaV1Result,
 } from "./src/provider/schema.ts";
+// Types named by @forge/tool signatures: the provider SPI and the handler.
 export type { Awaitable } from "./src/endpoint/spi.ts";
 export type { DispatchOptions } from "./src/handler/handler.ts";
+// Types named by @forge/tool signatures: the typed client.
 export type {
   InvokeOperationName,
   OperationArguments,

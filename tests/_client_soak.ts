@@ -8,7 +8,7 @@ import {
   ToolEndpointClient,
 } from "../mod.ts";
 import { armEndpoint, DESCRIPTOR, ENDPOINT } from "./_client_fixtures.ts";
-import { SeededRandom } from "./_random.ts";
+import { SeededRandom } from "./_gen.ts";
 
 declare const gc: (() => void) | undefined;
 

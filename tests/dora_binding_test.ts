@@ -61,7 +61,7 @@ import {
   recordingLogger,
   silentLogger,
 } from "./_helpers.ts";
-import { echoArguments, FakeQuery } from "./_handler_fakes.ts";
+import { echoArguments, FakeQuery } from "./handler/_fakes.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures of the reference test module

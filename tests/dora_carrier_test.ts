@@ -51,7 +51,7 @@ import {
 } from "../dora.ts";
 import { CARRIER_COLUMN } from "../src/dora/_carrier_rules.ts";
 import { assertProtocolError, CODES, context, MAX, PROTOCOL, text } from "./_helpers.ts";
-import { SeededRandom } from "./_random.ts";
+import { SeededRandom } from "./_gen.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures

@@ -73,7 +73,7 @@ import {
   requestOptions,
   SeededRandom,
   toolContext,
-} from "./_random.ts";
+} from "./_gen.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;
@@ -82,7 +82,7 @@ const FIXTURES = new URL("./fixtures/pyarrow/", import.meta.url);
 const utf8 = new TextEncoder();
 
 // ---------------------------------------------------------------------------------------------
-// Generators (tests/_random.ts)
+// Generators (tests/_gen.ts)
 
 /** A typed-valid envelope of `messageType` (optional headers absent as often as present). */
 function envelopeOf(g: Gen, messageType: ToolMessageType): ToolEnvelope {

@@ -15,7 +15,7 @@ import { type DoraEvent, epochMsToNtp64 } from "../src/dora/transport.ts";
 import { ToolContext, ToolExecutionKey, ToolRequest } from "../mod.ts";
 import { eventFromPayload, makeInvokeRequestEnvelope } from "../wire.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc, serveToolEndpoint } from "../dora.ts";
-import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
+import { LongRunning, robotHandler } from "./handler/_fakes.ts";
 import { concat, hex, unhex } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/dora_double.c", import.meta.url);

@@ -25,7 +25,7 @@ import {
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
 } from "../dora.ts";
-import { LongRunning, type OnAbort, requests, robotHandler } from "./_shutdown_fakes.ts";
+import { LongRunning, type OnAbort, requests, robotHandler } from "./handler/_fakes.ts";
 
 /** One line per message the node published, in order, as the Gateway sees them. */
 function describe(envelope: ToolEnvelope): string {

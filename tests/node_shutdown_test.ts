@@ -9,7 +9,7 @@ import {
   type ToolEnvelope,
 } from "../wire.ts";
 import { EndpointNodeLifecycle, EndpointRegistry } from "../node.ts";
-import { LongRunning, robotHandler } from "./_shutdown_fakes.ts";
+import { LongRunning, robotHandler } from "./handler/_fakes.ts";
 
 function describe(envelope: ToolEnvelope): string {
   if (envelope.messageType === "tool.event") {

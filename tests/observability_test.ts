@@ -37,7 +37,7 @@ import {
   QUERY,
   queryDescriptor,
   queryHandler,
-} from "./_handler_fakes.ts";
+} from "./handler/_fakes.ts";
 
 /** A logger that keeps every record. */
 function recorder(): { readonly records: ToolLogRecord[]; readonly logger: ToolLogger } {

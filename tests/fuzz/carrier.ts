@@ -53,7 +53,7 @@ import {
   type Mutation,
   mutationArb,
   noiseArb,
-} from "./_gen.ts";
+} from "../_gen.ts";
 import { assertNoPollution, canon } from "./wire.ts";
 
 const encoder = new TextEncoder();

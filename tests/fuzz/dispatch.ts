@@ -53,7 +53,7 @@ import {
   type Mutation,
   mutationArb,
   ownObject,
-} from "./_gen.ts";
+} from "../_gen.ts";
 import {
   carrierFromSpec,
   type CarrierSpec,

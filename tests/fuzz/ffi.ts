@@ -33,7 +33,7 @@ import {
 } from "./_common.ts";
 import { hex, unhex } from "../_helpers.ts";
 import { ENDPOINT, fuzzEndpoint, INSTANCE, requestOf, type RequestSpec } from "./_endpoint.ts";
-import { applyMutations, jsonObjectArb, mutationArb } from "./_gen.ts";
+import { applyMutations, jsonObjectArb, mutationArb } from "../_gen.ts";
 
 const FIXTURE = new URL("../fixtures/dora_double.c", import.meta.url);
 const MAX_MESSAGE_BYTES = 4096;

@@ -70,7 +70,7 @@ import {
   requestOf,
   type RequestSpec,
 } from "./_endpoint.ts";
-import { HOSTILE_KEYS, jsonObjectArb, ownObject } from "./_gen.ts";
+import { HOSTILE_KEYS, jsonObjectArb, ownObject } from "../_gen.ts";
 import { carrierFromSpec, specOf } from "./carrier.ts";
 import { assertNoPollution, canon } from "./wire.ts";
 

@@ -28,7 +28,7 @@ import {
   mutationArb,
   noiseArb,
   treeEditArb,
-} from "./_gen.ts";
+} from "../_gen.ts";
 
 const encoder = new TextEncoder();
 const fatal = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -4,7 +4,7 @@
  */
 import { defineEndpoint, type ToolLogRecord } from "../../mod.ts";
 import type { ToolEnvelope } from "../../wire.ts";
-import { INSTANCE } from "../_handler_fakes.ts";
+import { INSTANCE } from "../handler/_fakes.ts";
 
 /** A logger that keeps every record. */
 export function recorder(): { logger: (record: ToolLogRecord) => void; records: ToolLogRecord[] } {

@@ -34,7 +34,7 @@ import {
   statusFor,
   statusOf,
   until,
-} from "../_handler_fakes.ts";
+} from "../handler/_fakes.ts";
 import { encodeEnvelope } from "../../src/wire/codec.ts";
 import { one, serve } from "./_fakes.ts";
 

@@ -24,7 +24,7 @@ import {
   SESSION,
   statusFor,
   until,
-} from "../_handler_fakes.ts";
+} from "../handler/_fakes.ts";
 import { one, recorder, serve } from "./_fakes.ts";
 
 Deno.test("keys never seen: status is a tool.error, result not_found, cancel and stop rejected", async () => {

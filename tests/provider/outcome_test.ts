@@ -19,7 +19,7 @@ import {
   statusFor,
   statusOf,
   until,
-} from "../_handler_fakes.ts";
+} from "../handler/_fakes.ts";
 import { one, returnsOnAbort, serve } from "./_fakes.ts";
 
 Deno.test("a deadline abort that makes the function throw fails it with FORGE_ENDPOINT_DEADLINE_EXCEEDED", async () => {

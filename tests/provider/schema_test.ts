@@ -19,7 +19,7 @@ import {
   invokeFor,
   QUERY,
   rejectedError,
-} from "../_handler_fakes.ts";
+} from "../handler/_fakes.ts";
 
 function serve(
   target: { endpointId: string; operation: string },

@@ -8,7 +8,7 @@ import {
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   encodeEnvelope,
   makeInvokeRequestEnvelope,
@@ -16,16 +16,16 @@ import {
   ToolEnvelope,
   ToolProtocolError,
   validateMessageEnvelope,
-} from "../wire.ts";
-import type { ToolRequestRoute } from "../node.ts";
+} from "../../wire.ts";
+import type { ToolRequestRoute } from "../../node.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolEndpointBinding,
   encodeToolEnvelopeIpc,
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
-} from "../dora.ts";
-import { assertProtocolError, CODES, context, replaceEnvelope } from "./_helpers.ts";
+} from "../../dora.ts";
+import { assertProtocolError, CODES, context, replaceEnvelope } from "../_helpers.ts";
 
 const request = makeInvokeRequestEnvelope(
   new ToolRequest({ arguments: { camera: "wrist" } }),

@@ -5,8 +5,8 @@
  * provider failures must not grow with every handler it closes.
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
-import { consoleLogger, type ToolLogRecord } from "../mod.ts";
-import { formatThrown, logSafely } from "../src/endpoint/log.ts";
+import { consoleLogger, type ToolLogRecord } from "../../mod.ts";
+import { formatThrown, logSafely } from "../../src/endpoint/log.ts";
 
 const METHODS = ["debug", "info", "warn", "error"] as const;
 
@@ -143,7 +143,7 @@ Deno.test("consoleLogger: the heap does not grow with each closed handler whose 
         "run",
         "--v8-flags=--expose-gc",
         `--allow-write=${out}`,
-        new URL("./fixtures/logger_heap.ts", import.meta.url).pathname,
+        new URL("../fixtures/logger_heap.ts", import.meta.url).pathname,
         out,
       ],
       stdin: "null",

@@ -1,4 +1,5 @@
 // Port of the reference's tests/test_wire_factories.py (9 tests), with exact codes and paths.
+// Stays whole (over 400 lines): the port keeps the reference file's tests together.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import {
   ToolAccepted,
@@ -11,7 +12,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   controlResponseFromPayload,
   decodeEnvelope,
@@ -37,8 +38,8 @@ import {
   ToolEnvelope,
   validateManagementResponseCorrelation,
   validateResponseCorrelation,
-} from "../wire.ts";
-import { assertProtocolError, CODES, context, replaceEnvelope } from "./_helpers.ts";
+} from "../../wire.ts";
+import { assertProtocolError, CODES, context, replaceEnvelope } from "../_helpers.ts";
 
 function ctx(attemptId = "attempt-1") {
   return context("vision.yolo", "detect", { attemptId });

@@ -12,9 +12,9 @@ import {
   validateManagementResponseCorrelation,
   validateMessageEnvelope,
   validateResponseCorrelation,
-} from "../wire.ts";
-import { CODES } from "./_helpers.ts";
-import { type Gen, randomSample, type Sample, SeededRandom } from "./_random.ts";
+} from "../../wire.ts";
+import { CODES } from "../_helpers.ts";
+import { type Gen, randomSample, type Sample, SeededRandom } from "../_gen.ts";
 
 const PER_TYPE = 300;
 const SEED = 0x5eed_2026;

@@ -7,9 +7,9 @@ import {
   ToolEndpointHandler,
   ToolOperationDescriptor,
   ToolResult,
-} from "../mod.ts";
-import { TOOL_ENDPOINT_PROTOCOL } from "../wire.ts";
-import { EndpointHealthReporter, EndpointRegistration } from "../node.ts";
+} from "../../mod.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../../wire.ts";
+import { EndpointHealthReporter, EndpointRegistration } from "../../node.ts";
 
 const descriptor = new ToolEndpointDescriptor({
   protocolVersion: TOOL_ENDPOINT_PROTOCOL,

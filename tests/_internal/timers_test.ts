@@ -3,9 +3,9 @@
  * never clamped to 1 ms as the global `setTimeout` does, and never fires early.
  */
 import { assertEquals } from "@std/assert";
-import { MAX_TIMER_DELAY_MS, setLongTimeout } from "../src/_internal/timers.ts";
-import { settleWithin } from "../src/_internal/async.ts";
-import { SYSTEM_CLOCK } from "../node.ts";
+import { MAX_TIMER_DELAY_MS, setLongTimeout } from "../../src/_internal/timers.ts";
+import { settleWithin } from "../../src/_internal/async.ts";
+import { SYSTEM_CLOCK } from "../../node.ts";
 
 /** Short real wait: long enough for a clamped (1 ms) timer to have fired many times over. */
 const tick = (ms = 50) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,4 +1,4 @@
-// Port of the reference's tests/test_protocols.py: structural fakes satisfy the provider SPI.
+// Port of the reference's tests/test_protocols.py (1 test): structural fakes satisfy the provider SPI.
 import { assert, assertEquals, assertStrictEquals } from "@std/assert";
 import {
   ToolAccepted,
@@ -11,14 +11,14 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../src/endpoint/models.ts";
+} from "../../src/endpoint/models.ts";
 import type {
   ActionToolEndpoint,
   QueryToolEndpoint,
   SessionToolEndpoint,
   ToolCallOptions,
   ToolEventEmitter,
-} from "../src/endpoint/spi.ts";
+} from "../../src/endpoint/spi.ts";
 
 class CollectingEmitter implements ToolEventEmitter {
   readonly events: ToolEvent[] = [];

@@ -1,4 +1,4 @@
-// Port of the reference's tests/test_exceptions.py, plus the error classes' shapes.
+// Port of the reference's tests/test_exceptions.py (2 tests), plus the error classes' shapes.
 import {
   assertEquals,
   assertInstanceOf,
@@ -6,8 +6,8 @@ import {
   assertStrictEquals,
   assertThrows,
 } from "@std/assert";
-import { ToolEndpointError, ToolProtocolError } from "../src/endpoint/errors.ts";
-import { ToolError } from "../src/endpoint/models.ts";
+import { ToolEndpointError, ToolProtocolError } from "../../src/endpoint/errors.ts";
+import { ToolError } from "../../src/endpoint/models.ts";
 
 Deno.test("endpoint error preserves structured failure", async () => {
   const reject = async (): Promise<never> => {

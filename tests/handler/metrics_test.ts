@@ -1,6 +1,7 @@
 // The handler's observability: every provider failure is one record with the execution key (the
 // silent spots of issue 12 each have a test), per-operation counters and latency histograms, and
-// the handler's option errors naming the TypeScript option.
+// the handler's option errors naming the TypeScript option. Stays whole (over 400 lines): one
+// suite of what the handler reports.
 import {
   assert,
   assertEquals,
@@ -19,9 +20,9 @@ import {
   type ToolLogger,
   type ToolLogRecord,
   ToolResult,
-} from "../mod.ts";
-import { ToolProtocolError } from "../wire.ts";
-import { denoTracer, ToolLatencyHistogram, type ToolTracer } from "../node.ts";
+} from "../../mod.ts";
+import { ToolProtocolError } from "../../wire.ts";
+import { denoTracer, ToolLatencyHistogram, type ToolTracer } from "../../node.ts";
 import {
   ACTION,
   actionHandler,
@@ -39,7 +40,7 @@ import {
   SESSION,
   sessionHandler,
   statusFor,
-} from "./_handler_fakes.ts";
+} from "./_fakes.ts";
 
 /** A logger that keeps every record. */
 function recorder(): { readonly records: ToolLogRecord[]; readonly logger: ToolLogger } {

@@ -1,6 +1,7 @@
 // Handler behaviour beyond the reference suite: load and retention bounds, observation records,
 // misbehaving providers (with no unhandled rejection), late events and the event sink, the
-// execution AbortSignal, deadlines, close(), the state view, and route trust.
+// execution AbortSignal, deadlines, close(), the state view, and route trust (Query-only rules:
+// query_test.ts). Stays whole (over 400 lines): one suite of the handler's execution lifecycle.
 import {
   assert,
   assertEquals,
@@ -13,25 +14,17 @@ import {
 } from "@std/assert";
 import { deadline, delay } from "@std/async";
 import {
-  type ActionToolEndpoint,
-  type QueryToolEndpoint,
-  type SessionToolEndpoint,
   ToolAccepted,
-  type ToolCallOptions,
-  type ToolContext,
   ToolControlResponse,
   ToolEndpointError,
-  ToolEndpointHandler,
+  type ToolEndpointHandler,
   ToolError,
   ToolEvent,
-  type ToolEventEmitter,
   ToolExecutionKey,
   ToolExecutionStatus,
-  type ToolLogRecord,
-  type ToolRequest,
   ToolResult,
-  ToolResultResponse,
-} from "../mod.ts";
+  type ToolResultResponse,
+} from "../../mod.ts";
 import {
   invokeResponseFromPayload,
   makeErrorResponseEnvelope,
@@ -42,8 +35,7 @@ import {
   ToolEnvelope,
   ToolProtocolError,
   validateResponseCorrelation,
-} from "../wire.ts";
-import { cellDescriptor, silentLogger } from "./_helpers.ts";
+} from "../../wire.ts";
 import {
   acceptedOutcome,
   ACTION,
@@ -58,11 +50,8 @@ import {
   errorOf,
   eventOf,
   gate,
-  type HandlerExtras,
   INSTANCE,
   invokeFor,
-  QUERY,
-  queryHandler,
   RecordingSession,
   rejectedError,
   rejectionOf,
@@ -77,118 +66,21 @@ import {
   UNKNOWN_START_RESULT,
   until,
   withFields,
-  withoutUnhandledRejections,
-} from "./_handler_fakes.ts";
-
-/** A test that also fails when any promise rejection went unhandled. */
-function test(name: string, fn: () => Promise<void>): void {
-  Deno.test(name, () => withoutUnhandledRejections(fn));
-}
-
-const COMPLETED = new ToolExecutionStatus({ phase: "completed" });
-const RUNNING = new ToolExecutionStatus({ phase: "running" });
-const PENDING = new ToolResultResponse({ status: "pending" });
-
-function succeeded(outputs: Record<string, unknown> = {}): ToolResult {
-  return new ToolResult({ status: "succeeded", outputs });
-}
-
-function available(result: ToolResult): ToolResultResponse {
-  return new ToolResultResponse({ status: "available", result });
-}
-
-// ---------------------------------------------------------------------------------------------
-// A scripted provider: every method counts its calls and runs a replaceable script, which may
-// return a value or a promise, throw, or reject.
-
-type Script<A extends unknown[]> = ((...args: A) => unknown) | undefined;
-
-class Scripted {
-  readonly calls = { query: 0, start: 0, cancel: 0, stop: 0, status: 0, result: 0 };
-  readonly signals: AbortSignal[] = [];
-  readonly emitters: ToolEventEmitter[] = [];
-  onQuery: Script<[ToolRequest, ToolContext, ToolCallOptions]>;
-  onStart: Script<[ToolRequest, ToolContext, ToolEventEmitter, ToolCallOptions]>;
-  onControl: Script<[ToolExecutionKey, string | undefined, ToolCallOptions]>;
-  onStatus: Script<[ToolExecutionKey, ToolCallOptions]>;
-  onResult: Script<[ToolExecutionKey, ToolCallOptions]>;
-  /** Keys the provider considers finished (status completed, result available). */
-  readonly done = new Set<string>();
-
-  query(request: ToolRequest, context: ToolContext, options: ToolCallOptions) {
-    this.calls.query++;
-    this.signals.push(options.signal);
-    return this.onQuery ? this.onQuery(request, context, options) : succeeded({ ok: true });
-  }
-
-  start(
-    request: ToolRequest,
-    context: ToolContext,
-    events: ToolEventEmitter,
-    options: ToolCallOptions,
-  ) {
-    this.calls.start++;
-    this.signals.push(options.signal);
-    this.emitters.push(events);
-    return this.onStart ? this.onStart(request, context, events, options) : new ToolAccepted();
-  }
-
-  cancel(key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) {
-    this.calls.cancel++;
-    return this.onControl
-      ? this.onControl(key, reason, options)
-      : new ToolControlResponse({ command: "cancel", status: "accepted" });
-  }
-
-  stop(key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) {
-    this.calls.stop++;
-    return this.onControl
-      ? this.onControl(key, reason, options)
-      : new ToolControlResponse({ command: "stop", status: "accepted" });
-  }
-
-  status(key: ToolExecutionKey, options: ToolCallOptions) {
-    this.calls.status++;
-    if (this.onStatus) return this.onStatus(key, options);
-    return this.done.has(key.id) ? COMPLETED : RUNNING;
-  }
-
-  result(key: ToolExecutionKey, options: ToolCallOptions) {
-    this.calls.result++;
-    if (this.onResult) return this.onResult(key, options);
-    return this.done.has(key.id) ? available(succeeded({ key: key.invocationId })) : PENDING;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// A mixed endpoint: robot.cell with detect (query), move (action) and serve (session).
-
-const CQ: Target = { endpointId: "robot.cell", operation: "detect", arguments: { class: "cube" } };
-const CA: Target = { endpointId: "robot.cell", operation: "move", arguments: { target: "home" } };
-const CS: Target = { endpointId: "robot.cell", operation: "serve", arguments: {} };
-
-interface CellOptions extends HandlerExtras {
-  readonly maxConcurrency?: number;
-}
-
-function cell(
-  providers: { query?: Scripted; action?: Scripted; session?: Scripted },
-  options: CellOptions = {},
-): ToolEndpointHandler {
-  const { maxConcurrency = 1, ...extras } = options;
-  const descriptor = cellDescriptor({ maxConcurrency });
-  return new ToolEndpointHandler(descriptor, {
-    endpointInstanceId: INSTANCE,
-    logger: silentLogger,
-    ...extras,
-    // Scripted returns `unknown` on purpose: it also plays providers that break the SPI.
-    operations: {
-      detect: (providers.query ?? new Scripted()) as unknown as QueryToolEndpoint,
-      move: (providers.action ?? new Scripted()) as unknown as ActionToolEndpoint,
-      serve: (providers.session ?? new Scripted()) as unknown as SessionToolEndpoint,
-    },
-  });
-}
+} from "./_fakes.ts";
+import {
+  available,
+  CA,
+  cell,
+  COMPLETED,
+  CQ,
+  CS,
+  PENDING,
+  RUNNING,
+  Scripted,
+  succeeded,
+  test,
+  THROW_KINDS,
+} from "./_scripted.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Load and retention bounds
@@ -469,23 +361,7 @@ test("start throwing ToolEndpointError synchronously is a rejection", async () =
   assertStrictEquals(action.calls.start, 1);
 });
 
-for (
-  const [kind, make] of [
-    ["synchronous throw", (error: Error) => () => {
-      throw error;
-    }],
-    ["asynchronous rejection", (error: Error) => () => Promise.reject(error)],
-  ] as const
-) {
-  test(`query with a ${kind} propagates the error`, async () => {
-    const query = new Scripted();
-    const error = new Error("query exploded");
-    query.onQuery = make(error);
-    const handler = cell({ query });
-    assertStrictEquals(await rejectionOf(handler.dispatch(invokeFor(CQ))), error);
-    assertStrictEquals(handler.state.activeQueries.detect, 0);
-  });
-
+for (const [kind, make] of THROW_KINDS) {
   for (const method of ["status", "result", "control"] as const) {
     test(`${method}() with a ${kind} propagates the error`, async () => {
       const action = new Scripted();
@@ -565,16 +441,6 @@ for (
     await assertRejects(() => handler.dispatch(request), TypeError, message);
   });
 }
-
-test("query returning the wrong shape raises a TypeError", async () => {
-  const query = new Scripted();
-  query.onQuery = () => undefined;
-  await assertRejects(
-    () => cell({ query }).dispatch(invokeFor(CQ)),
-    TypeError,
-    "QueryToolEndpoint.query() must return a ToolResult",
-  );
-});
 
 test("a control answer for another command is a correlated CORRELATION_MISMATCH", async () => {
   const action = new Scripted();
@@ -1031,75 +897,6 @@ for (const [name, target] of [["query", CQ], ["action", CA], ["session", CS]] as
   });
 }
 
-test("a query whose deadline passes while it runs fails with DEADLINE_EXCEEDED", async () => {
-  const query = new Scripted();
-  query.onQuery = async (_request, _context, options) => {
-    await new Promise((resolve) => options.signal.addEventListener("abort", resolve));
-    throw options.signal.reason;
-  };
-  const handler = cell({ query }, { enforceDeadlines: true, now: Date.now });
-  const begin = Date.now();
-  const request = invokeFor(CQ, { deadlineMs: begin + 30 });
-  const [response] = await deadline(handler.dispatch(request), 2000);
-  assertGreaterOrEqual(Date.now() - begin, 25);
-  validateResponseCorrelation(request, response);
-  assertEquals(
-    completedResult(response),
-    new ToolResult({
-      status: "failed",
-      error: new ToolError({
-        code: "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
-        message: "deadline_ms passed before the query finished",
-        retryable: false,
-      }),
-    }),
-  );
-  const signal = query.signals[0];
-  assertInstanceOf(signal.reason, DOMException);
-  assertStrictEquals(signal.reason.name, "TimeoutError");
-  assertStrictEquals(handler.state.activeQueries.detect, 0);
-});
-
-test("a query that answers succeeded once its deadline passed fails with DEADLINE_EXCEEDED", async () => {
-  const records: ToolLogRecord[] = [];
-  let clock = NOW;
-  const query = new Scripted();
-  // A provider that never looks at its signal and blocks past its deadline (the clock moves, the
-  // deadline timer has no chance to fire), then answers succeeded.
-  query.onQuery = () => {
-    clock = NOW + 100;
-    return new ToolResult({ status: "succeeded", outputs: { objects: ["cube"] } });
-  };
-  const handler = cell({ query }, { now: () => clock, logger: (r) => void records.push(r) });
-  const request = invokeFor(CQ, { deadlineMs: NOW + 10 });
-  const [response] = await handler.dispatch(request);
-  validateResponseCorrelation(request, response);
-  assertEquals(
-    completedResult(response),
-    new ToolResult({
-      status: "failed",
-      outputs: { objects: ["cube"] },
-      error: new ToolError({
-        code: "FORGE_ENDPOINT_DEADLINE_EXCEEDED",
-        message: "deadline_ms passed before the query finished",
-        retryable: false,
-      }),
-    }),
-  );
-  assertEquals(records.map((r) => [r.level, r.event, r.invocationId, r.requestId]), [
-    ["warn", "provider.deadline_exceeded", "invocation-1", "request-1"],
-  ]);
-  assertEquals([
-    handler.metrics.operations.detect.succeeded,
-    handler.metrics.operations.detect.failed,
-  ], [0, 1]);
-  // Before its deadline, the same answer is a success.
-  clock = NOW;
-  query.onQuery = () => new ToolResult({ status: "succeeded", outputs: {} });
-  const [inTime] = await handler.dispatch(invokeFor(CQ, { deadlineMs: NOW + 10 }));
-  assertEquals(completedResult(inTime).status, "succeeded");
-});
-
 test("an accepted action's signal aborts at its deadline", async () => {
   const action = new Scripted();
   // The handler's clock stands still, so only the real 30 ms timer can end the execution: a
@@ -1159,29 +956,6 @@ test("a closed handler refuses new work and still answers from the ledger", asyn
   );
   assertEquals(action.calls, counts);
   await deadline(handler.close(), 1000); // idempotent
-});
-
-test("close() waits for an in-flight query that settles on abort", async () => {
-  const query = new Scripted();
-  const log: string[] = [];
-  query.onQuery = async (_request, _context, options) => {
-    await new Promise((resolve) => options.signal.addEventListener("abort", resolve));
-    await delay(30);
-    log.push("query settled");
-    return new ToolResult({
-      status: "failed",
-      error: new ToolError({ code: "SHUTDOWN", message: "endpoint closing" }),
-    });
-  };
-  const handler = cell({ query });
-  const answer = handler.dispatch(invokeFor(CQ));
-  await until(() => query.calls.query === 1);
-  assertStrictEquals(handler.state.activeQueries.detect, 1);
-  await deadline(handler.close({ graceMs: 5000 }), 2000);
-  log.push("closed");
-  assertEquals(log, ["query settled", "closed"]);
-  assertStrictEquals(completedResult((await answer)[0]).error?.code, "SHUTDOWN");
-  assertStrictEquals(handler.state.activeQueries.detect, 0);
 });
 
 test("close() gives up after graceMs on a provider that never settles and answers unknown", async () => {
@@ -1245,32 +1019,6 @@ test("state reports permits, active work and saturation as executions start and 
   assertStrictEquals(initial.permitsInUse.move, 0); // snapshots do not change
   await handler.close({ graceMs: 10 });
   assertStrictEquals(handler.state.closed, true);
-});
-
-test("state reports queries in progress", async () => {
-  const query = new Scripted();
-  const release = gate();
-  query.onQuery = async () => {
-    await release.promise;
-    return succeeded();
-  };
-  const handler = queryHandler(query);
-  assertEquals(handler.state.permitsInUse, {});
-  assertStrictEquals(handler.state.saturated, false);
-  const running = handler.dispatch(invokeFor(QUERY));
-  assertEquals(handler.state.activeQueries, { detect: 1 });
-  assertStrictEquals(handler.state.activeInvocations, 1);
-  release.open();
-  await running;
-  assertEquals(handler.state.activeQueries, { detect: 0 });
-  assertStrictEquals(handler.state.activeInvocations, 0);
-  const rejecting = queryHandler({
-    query: () => {
-      throw new ToolEndpointError(new ToolError({ code: "BUSY", message: "busy" }));
-    },
-  });
-  await rejecting.dispatch(invokeFor(QUERY));
-  assertEquals(rejecting.state.activeQueries, { detect: 0 });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Port of the reference's tests/test_wire_descriptor.py (7 tests), with exact codes and paths.
 import { assertEquals, assertInstanceOf, assertStrictEquals, assertThrows } from "@std/assert";
-import { ToolEndpointDescriptor, ToolOperationDescriptor } from "../mod.ts";
+import { ToolEndpointDescriptor, ToolOperationDescriptor } from "../../mod.ts";
 import {
   decodeEnvelope,
   encodeEnvelope,
@@ -10,8 +10,8 @@ import {
   ToolEnvelope,
   validateMessageEnvelope,
   validateRegistrationEnvelope,
-} from "../wire.ts";
-import { assertProtocolError, CODES, PROTOCOL, wireText } from "./_helpers.ts";
+} from "../../wire.ts";
+import { assertProtocolError, CODES, PROTOCOL, wireText } from "../_helpers.ts";
 
 function descriptor(protocolVersion = PROTOCOL): ToolEndpointDescriptor {
   return new ToolEndpointDescriptor({

@@ -1,13 +1,14 @@
-// Port of the reference's tests/test_descriptors.py, plus exact-message, order and shape checks.
+// Port of the reference's tests/test_descriptors.py (6 tests), plus exact-message, order and shape
+// checks. Stays whole (over 400 lines): one suite of the descriptors' validation rules.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
-import { TOOL_ENDPOINT_PROTOCOL } from "../src/endpoint/constants.ts";
-import { MAX } from "./_helpers.ts";
+import { TOOL_ENDPOINT_PROTOCOL } from "../../src/endpoint/constants.ts";
+import { MAX } from "../_helpers.ts";
 import {
   ToolEndpointDescriptor,
   type ToolEndpointDescriptorInit,
   ToolOperationDescriptor,
   type ToolOperationDescriptorInit,
-} from "../src/endpoint/models.ts";
+} from "../../src/endpoint/models.ts";
 
 const PROTOCOL_VERSION = "forge.tool.endpoint/v1alpha1";
 

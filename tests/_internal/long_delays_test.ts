@@ -18,7 +18,7 @@ import {
   ToolOperationDescriptor,
   ToolRequest,
   ToolResult,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   EndpointRegistryResponse,
   makeEndpointRegistryResponseEnvelope,
@@ -26,11 +26,11 @@ import {
   makeRegistrationEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
   type ToolEnvelope,
-} from "../wire.ts";
-import { EndpointRegistration } from "../node.ts";
-import { ToolGateway } from "../gateway.ts";
-import { MAX_TIMER_DELAY_MS } from "../src/_internal/timers.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT } from "./_client_fixtures.ts";
+} from "../../wire.ts";
+import { EndpointRegistration } from "../../node.ts";
+import { ToolGateway } from "../../gateway.ts";
+import { MAX_TIMER_DELAY_MS } from "../../src/_internal/timers.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT } from "../_client_fixtures.ts";
 
 /** A short real wait: a clamped (1 ms) timer fires dozens of times in it. */
 const WAIT_MS = 50;

@@ -1,5 +1,6 @@
 // Port of the reference's tests/test_wire_messages.py (12 tests, every parametrized case), with
-// exact codes, paths and messages.
+// exact codes, paths and messages. Stays whole (over 400 lines): the port keeps the reference
+// file's tests together.
 import { assert, assertEquals, assertInstanceOf, assertStrictEquals } from "@std/assert";
 import {
   ToolAccepted,
@@ -10,7 +11,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   controlRequestFromPayload,
   controlRequestToPayload,
@@ -39,8 +40,8 @@ import {
   ToolEnvelope,
   type ToolEnvelopeInit,
   type ToolMessageType,
-} from "../wire.ts";
-import { assertProtocolError, CODES, context } from "./_helpers.ts";
+} from "../../wire.ts";
+import { assertProtocolError, CODES, context } from "../_helpers.ts";
 
 /** The reference's `_envelope(type, payload)`. */
 function envelope(messageType: ToolMessageType, payload: object): ToolEnvelope {

@@ -7,9 +7,9 @@ import {
   ToolExecutionKey,
   ToolExecutionStatus,
   ToolResult,
-} from "../mod.ts";
-import { ToolProtocolError } from "../wire.ts";
-import { ExecutionLedger, type ExecutionRecord } from "../src/handler/_ledger.ts";
+} from "../../mod.ts";
+import { ToolProtocolError } from "../../wire.ts";
+import { ExecutionLedger, type ExecutionRecord } from "../../src/handler/_ledger.ts";
 
 const DONE = new ToolResult({ status: "succeeded", outputs: {} });
 const COMPLETED = new ToolExecutionStatus({ phase: "completed" });

@@ -1,7 +1,8 @@
 // Port of the reference's tests/test_handler.py (35 tests, every parametrized case), plus the
 // Tool 0.1.0 test `test_action_start_failure_preserves_an_established_terminal_result` (V1),
 // whose fix the port keeps. Python's NotImplementedError is a TypeError, ValueError a RangeError,
-// and asyncio task cancellation is `dispatch(request, { signal })`.
+// and asyncio task cancellation is `dispatch(request, { signal })`. Stays whole (over 400 lines):
+// the port keeps the reference file's tests together.
 import { assert, assertEquals, assertRejects, assertStrictEquals, assertThrows } from "@std/assert";
 import { deadline } from "@std/async";
 import {
@@ -14,8 +15,12 @@ import {
   ToolOperationDescriptor,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
-import { TOOL_ENDPOINT_PROTOCOL, type ToolEnvelope, validateResponseCorrelation } from "../wire.ts";
+} from "../../mod.ts";
+import {
+  TOOL_ENDPOINT_PROTOCOL,
+  type ToolEnvelope,
+  validateResponseCorrelation,
+} from "../../wire.ts";
 import {
   acceptedOutcome,
   ACTION,
@@ -58,7 +63,7 @@ import {
   UNKNOWN_START_RESULT,
   until,
   withFields,
-} from "./_handler_fakes.ts";
+} from "./_fakes.ts";
 
 const SUCCEEDED_HOME = new ToolResult({ status: "succeeded", outputs: { position: "home" } });
 const STOPPED_UPTIME = new ToolResult({ status: "stopped", outputs: { uptime_s: 12.5 } });
