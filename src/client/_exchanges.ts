@@ -1,3 +1,4 @@
+// Kept whole: the pending map, its one timer and the routing of answers and events share one state.
 /**
  * The exchange table: every request waiting for its answer (keyed by request id), its attempts
  * and re-sends, the one long timer that times them out, and the routing of what the transport

@@ -1,3 +1,4 @@
+// Kept whole: one class over one state (the handle, its control and terminal); the watch is split off.
 /**
  * The invocation handle: the implementation of {@linkcode ToolInvocation} (acceptance, admission
  * recovery, status, result, cancel/stop, abort and dispose, release) over the client's exchange

@@ -1,3 +1,4 @@
+// Kept whole: the facade, one public class (constructor, query, invoke, close and their requests).
 /**
  * The caller side of the ToolEndpoint Wire: {@linkcode ToolEndpointClient} sends correlated
  * requests over a {@linkcode ToolClientTransport} and returns results, invocation handles and
