@@ -149,7 +149,7 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
   async recoverAdmission(timeout: ToolClientError): Promise<ToolInvocation> {
     let answer: Answer<ToolResultResponse>;
     try {
-      answer = await this.#resultRequest();
+      answer = await this.resultRequest();
     } catch (error) {
       this.release(error);
       const closed = error instanceof ToolClientError &&
@@ -185,7 +185,7 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
           attempts: timeout.attempts,
           outcome: response === undefined ? "unknown" : "not_admitted",
           cause: "error" in answer
-            ? new ToolCallError(answer.error, "error", this.#about("result"))
+            ? new ToolCallError(answer.error, "error", this.about("result"))
             : timeout,
         },
       );
@@ -253,7 +253,7 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
   }
 
   async #endIfAdmitted(reason: string): Promise<void> {
-    const response = unwrap(await this.#resultRequest(), this.#about("result"));
+    const response = unwrap(await this.resultRequest(), this.about("result"));
     if (response.status === "pending") await this.#end(reason);
   }
 
@@ -292,7 +292,7 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
         ...this.#requestSpec("status", makeStatusRequestEnvelope(this.context, this.#ids())),
         parse: (message) => answerOf(message, statusResponseFromPayload),
       }),
-      this.#about("status"),
+      this.about("status"),
     );
   }
 
@@ -332,7 +332,7 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
   }
 
   /** The fields of an error about an exchange of this invocation. */
-  #about(exchange: ToolClientExchange): ToolClientErrorContext {
+  protected about(exchange: ToolClientExchange): ToolClientErrorContext {
     return {
       exchange,
       invocationId: this.key.invocationId,
@@ -359,7 +359,7 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
     } as const;
   }
 
-  #resultRequest(): Promise<Answer<ToolResultResponse>> {
+  protected resultRequest(): Promise<Answer<ToolResultResponse>> {
     return this.#core.exchange({
       ...this.#requestSpec("result", makeResultRequestEnvelope(this.context, this.#ids())),
       parse: (message) => answerOf(message, resultResponseFromPayload),
@@ -380,7 +380,7 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
         ),
         parse: (message) => answerOf(message, controlResponseFromPayload),
       }),
-      this.#about("control"),
+      this.about("control"),
     );
     if (response.status !== "unsupported" && this.semantics === undefined) {
       this.semantics = command === "cancel" ? "action" : "session";
@@ -456,10 +456,6 @@ export class Invocation extends ResultWatch implements ToolInvocation, EventBuff
 
   protected pollIntervals(): { pollIntervalMs: number; maxPollIntervalMs: number } {
     return this.#core.config();
-  }
-
-  protected async pollResult(): Promise<ToolResultResponse> {
-    return unwrap(await this.#resultRequest(), this.#about("result"));
   }
 
   protected pollRefused(error: ToolCallError): void {

@@ -9,7 +9,14 @@
 import { withResolvers } from "../_internal/async.ts";
 import { setLongTimeout } from "../_internal/timers.ts";
 import type { ToolExecutionKey, ToolResult, ToolResultResponse } from "../endpoint/models.ts";
-import { ToolCallError, ToolClientError, ToolClientErrorCodes } from "./errors.ts";
+import {
+  ToolCallError,
+  ToolClientError,
+  ToolClientErrorCodes,
+  type ToolClientErrorContext,
+  type ToolClientExchange,
+} from "./errors.ts";
+import { type Answer, unwrap } from "./_failure.ts";
 
 /** Why the result watch woke: `poll` is a caller asking `result()`. */
 export type Wake = "event" | "poll" | "gap" | "terminal" | "timeout" | "stopped";
@@ -36,8 +43,10 @@ export abstract class ResultWatch {
   protected abstract terminalEventSeen(): boolean;
   /** The first and largest delay between polls, in milliseconds. */
   protected abstract pollIntervals(): { pollIntervalMs: number; maxPollIntervalMs: number };
-  /** One result request, unwrapped (a `tool.error` answer throws its `ToolCallError`). */
-  protected abstract pollResult(): Promise<ToolResultResponse>;
+  /** One result request. */
+  protected abstract resultRequest(): Promise<Answer<ToolResultResponse>>;
+  /** The fields of an error about an exchange of this invocation. */
+  protected abstract about(exchange: ToolClientExchange): ToolClientErrorContext;
   /** A poll was answered with a retryable error: the waiting callers get it, the watch goes on. */
   protected abstract pollRefused(error: ToolCallError): void;
   /** A poll found the terminal result. */
@@ -91,7 +100,7 @@ export abstract class ResultWatch {
       }
       let response: ToolResultResponse;
       try {
-        response = await this.pollResult();
+        response = unwrap(await this.resultRequest(), this.about("result"));
       } catch (error) {
         if (!(error instanceof ToolCallError) || !error.retryable) throw error;
         // The endpoint is away for now (a gateway whose lease on it expired, a provider at
