@@ -16,7 +16,7 @@ import {
   encodeToolEnvelopeIpc,
   openDoraNode,
 } from "../dora.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./client/_fixtures.ts";
 import { hex, unhex } from "./_helpers.ts";
 
 const FIXTURE = new URL("./fixtures/dora_double.c", import.meta.url);

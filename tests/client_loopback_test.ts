@@ -20,7 +20,7 @@ import {
   LoopbackToolClientTransport,
   serveToolEndpoint,
 } from "../dora.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./_client_fixtures.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./client/_fixtures.ts";
 import { recordingLogger } from "./_helpers.ts";
 
 type ClientOptions = Omit<ToolEndpointClientOptions, "transport" | "endpointId">;

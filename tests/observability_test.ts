@@ -28,7 +28,7 @@ import {
   serveToolEndpoint,
 } from "../dora.ts";
 import { FakeClock } from "./_helpers.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE as ARM_INSTANCE } from "./_client_fixtures.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE as ARM_INSTANCE } from "./client/_fixtures.ts";
 import {
   ACTION,
   actionHandler,

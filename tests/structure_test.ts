@@ -771,3 +771,48 @@ Deno.test("wire.ts: 146 names, the Wire plus the types @forge/tool signatures na
     assert(source.includes(`\`${name}\``), `wire.ts's module doc names ${name}`);
   }
 });
+
+// --- src/client (issue 18 §2.1) ------------------------------------------------------------------
+
+/** Every TypeScript file of the repository outside node_modules and .git, relative to the root. */
+async function repositoryFiles(dir = ROOT, prefix = ""): Promise<string[]> {
+  const out: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
+    if (entry.isDirectory) {
+      out.push(
+        ...await repositoryFiles(new URL(`${entry.name}/`, dir), `${prefix}${entry.name}/`),
+      );
+    } else if (entry.name.endsWith(".ts")) {
+      out.push(`${prefix}${entry.name}`);
+    }
+  }
+  return out.sort();
+}
+
+Deno.test("structure: no file in src/client is over 500 lines; one over 400 says why it stays whole", async () => {
+  const over: string[] = [];
+  for (const file of await sourceFiles(new URL("client/", SRC), "client/")) {
+    const source = await Deno.readTextFile(new URL(file, SRC));
+    const lines = source.split("\n").length - 1;
+    if (lines > 500) over.push(`${file}: ${lines} lines`);
+    else if (lines > 400 && !/^\/\/ [^\n]*whole/.test(source)) {
+      over.push(`${file}: ${lines} lines without a header saying why it stays whole`);
+    }
+  }
+  assertEquals(over, []);
+});
+
+Deno.test("structure: nothing outside src/client (and its tests/client mirror) imports src/client/_*", async () => {
+  const pattern = /^(?:import|export)[^;]*?from\s+"(\.{1,2}\/[^"]+)";/gms;
+  const crossing: string[] = [];
+  for (const file of await repositoryFiles()) {
+    if (file.startsWith("src/client/") || file.startsWith("tests/client/")) continue;
+    const source = await Deno.readTextFile(new URL(file, ROOT));
+    for (const match of source.matchAll(pattern)) {
+      const target = new URL(match[1], new URL(file, ROOT)).href.slice(ROOT.href.length);
+      if (target.startsWith("src/client/_")) crossing.push(`${file} -> ${target}`);
+    }
+  }
+  assertEquals(crossing, []);
+});

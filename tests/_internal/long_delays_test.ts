@@ -30,7 +30,7 @@ import {
 import { EndpointRegistration } from "../../node.ts";
 import { ToolGateway } from "../../gateway.ts";
 import { MAX_TIMER_DELAY_MS } from "../../src/_internal/timers.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT } from "../_client_fixtures.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT } from "../client/_fixtures.ts";
 
 /** A short real wait: a clamped (1 ms) timer fires dozens of times in it. */
 const WAIT_MS = 50;

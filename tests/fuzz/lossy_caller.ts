@@ -22,7 +22,7 @@ import {
   type ToolResult,
 } from "../../mod.ts";
 import type { ToolEnvelope } from "../../wire.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT } from "../_client_fixtures.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT } from "../client/_fixtures.ts";
 import { type AnyTarget, describeError, type FuzzTarget, invariant } from "./_common.ts";
 
 /** What happens to one call. */

@@ -1,4 +1,4 @@
-// The client soak (not a test file itself; tests/client_soak_test.ts runs it in a subprocess with
+// The client soak (not a test file itself; tests/client/soak_test.ts runs it in a subprocess with
 // --expose-gc): mixed Query, Action and Session invocations with random cancels, stops and
 // aborts through the in-process transport. Prints one JSON line of facts.
 import {
@@ -6,9 +6,9 @@ import {
   ToolCallError,
   ToolClientError,
   ToolEndpointClient,
-} from "../mod.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT } from "./_client_fixtures.ts";
-import { SeededRandom } from "./_gen.ts";
+} from "../../mod.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT } from "./_fixtures.ts";
+import { SeededRandom } from "../_gen.ts";
 
 declare const gc: (() => void) | undefined;
 

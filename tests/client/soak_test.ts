@@ -1,9 +1,9 @@
 // The client soak: 10,000 mixed Query/Action/Session invocations with random cancels, stops and
-// aborts (tests/_client_soak.ts), run in a subprocess with --expose-gc so the heap can be
+// aborts (tests/client/_soak.ts), run in a subprocess with --expose-gc so the heap can be
 // measured after a full collection. Every call settles exactly once, nothing stays pending, and
 // the heap returns to its post-warm-up baseline.
 import { assert, assertEquals, assertLessOrEqual } from "@std/assert";
-import type { SoakFacts } from "./_client_soak.ts";
+import type { SoakFacts } from "./_soak.ts";
 
 const CALLS = 10_000;
 const SEED = 0x5eed;
@@ -17,7 +17,7 @@ Deno.test("client soak: 10,000 mixed invocations settle once each; the heap retu
       "--v8-flags=--expose-gc",
       "--allow-read",
       "--allow-env",
-      new URL("./_client_soak.ts", import.meta.url).pathname,
+      new URL("./_soak.ts", import.meta.url).pathname,
       String(CALLS),
       String(SEED),
     ],

@@ -13,7 +13,7 @@ import {
   ToolClientError,
   ToolEndpointClient,
   type ToolLogRecord,
-} from "../mod.ts";
+} from "../../mod.ts";
 
 function arm() {
   return defineEndpoint({

@@ -16,8 +16,8 @@ import {
   type ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
-import { cellDescriptor, silentLogger } from "./_helpers.ts";
+} from "../../mod.ts";
+import { cellDescriptor, silentLogger } from "../_helpers.ts";
 
 export const ENDPOINT = "robot.arm";
 export const INSTANCE = "arm-1";
