@@ -3,7 +3,9 @@
  * distinct keys (churning the ledger past its bound), duplicate-invoke replay, and Query invokes,
  * each beside a baseline measured in the same run (the same round trip against a bare `Map`), and
  * the provider definitions' Action round trip beside a hand-written SPI provider doing the same.
- * Before the benches it prints the heap after 10,000 and after 1,000,000 distinct keys.
+ * A Session round (invoke + stop + status + result) is timed beside the same bare `Map` round.
+ * Before the benches it prints the heap after 10,000 and after 1,000,000 distinct keys (after
+ * 10,000 and 100,000 in quick mode: `FORGE_BENCH_QUICK=1`, set by `bench/summary.ts --quick`).
  */
 import {
   type ActionToolEndpoint,
@@ -23,6 +25,7 @@ import {
   ToolResultResponse,
 } from "../mod.ts";
 import {
+  makeControlRequestEnvelope,
   makeInvokeRequestEnvelope,
   makeResultRequestEnvelope,
   makeStatusRequestEnvelope,
@@ -48,6 +51,12 @@ function handler(): ToolEndpointHandler {
           maxConcurrency: 64,
         }),
         new ToolOperationDescriptor({ name: "detect", semantics: "query" }),
+        new ToolOperationDescriptor({
+          name: "watch",
+          semantics: "session",
+          statusSupported: true,
+          maxConcurrency: 64,
+        }),
       ],
     }),
     {
@@ -60,6 +69,12 @@ function handler(): ToolEndpointHandler {
           result: () => available,
         },
         detect: { query: () => done },
+        watch: {
+          start: () => new ToolAccepted(),
+          stop: () => new ToolControlResponse({ command: "stop", status: "accepted" }),
+          status: () => completed,
+          result: () => available,
+        },
       },
     },
   );
@@ -85,6 +100,27 @@ function requests(operation: string, invocationId: string): ToolEnvelope[] {
 const POOL = 4096;
 const pool = Array.from({ length: POOL }, (_, i) => requests("move", `invocation-${i}`));
 
+/** A Session round's requests: invoke, stop, status, result. */
+function sessionRequests(invocationId: string): ToolEnvelope[] {
+  const [invoke, status, result] = requests("watch", invocationId);
+  const context = new ToolContext({
+    executionKey: new ToolExecutionKey({ invocationId, attemptId: "attempt-1" }),
+    toolId: "forge.tool.move",
+    implementationId: "arm",
+    endpointId: "motion.arm",
+    operation: "watch",
+  });
+  const stop = makeControlRequestEnvelope("stop", context, {
+    requestId: `s-${invocationId}`,
+    endpointInstanceId: "instance-1",
+  });
+  return [invoke, stop, status, result];
+}
+const sessionPool = Array.from({ length: POOL }, (_, i) => sessionRequests(`session-${i}`));
+
+/** Quick mode (`FORGE_BENCH_QUICK=1`): a shorter heap walk, for development runs. */
+const QUICK = Deno.env.get("FORGE_BENCH_QUICK") === "1";
+
 async function roundTrip(target: ToolEndpointHandler, batch: ToolEnvelope[]): Promise<void> {
   await target.dispatch(batch[0]);
   await target.dispatch(batch[1]);
@@ -99,7 +135,8 @@ function heapMiB(): number {
 {
   const target = handler();
   let heap10k = 0;
-  for (let i = 0; i < 1_000_000; i++) {
+  const keys = QUICK ? 100_000 : 1_000_000;
+  for (let i = 0; i < keys; i++) {
     // Distinct keys: a fresh request per key beyond the pool.
     const batch = i < POOL ? pool[i] : requests("move", `key-${i}`);
     await roundTrip(target, batch);
@@ -108,7 +145,7 @@ function heapMiB(): number {
   const heap1m = heapMiB();
   console.log(
     `ledger heap: ${heap10k.toFixed(1)} MiB after 10,000 keys, ${heap1m.toFixed(1)} MiB after ` +
-      `1,000,000 keys (ratio ${(heap1m / heap10k).toFixed(2)}; retained ` +
+      `${keys.toLocaleString("en-US")} keys (ratio ${(heap1m / heap10k).toFixed(2)}; retained ` +
       `${target.state.retainedExecutions})`,
   );
 }
@@ -135,6 +172,36 @@ Deno.bench({
   name: "dispatch invoke + status + result (distinct keys, ledger churn)",
   group: "action round trip",
   fn: () => roundTrip(churn, pool[next++ % POOL]),
+});
+
+const sessionChurn = handler();
+let sessionNext = 0;
+Deno.bench({
+  name: "bare Map round trip (baseline)",
+  group: "session round trip",
+  baseline: true,
+  fn: (() => {
+    const map = new Map<string, { status: ToolExecutionStatus; result: ToolResult }>();
+    let n = 0;
+    return async () => {
+      const key = `session-${n++ % POOL}`;
+      map.set(key, { status: completed, result: done });
+      await Promise.resolve(map.get(key)?.status);
+      await Promise.resolve(map.get(key)?.result);
+      if (map.size > 1024) map.delete(map.keys().next().value!);
+    };
+  })(),
+});
+Deno.bench({
+  name: "dispatch invoke + stop + status + result (distinct keys, ledger churn)",
+  group: "session round trip",
+  fn: async () => {
+    const batch = sessionPool[sessionNext++ % POOL];
+    await sessionChurn.dispatch(batch[0]);
+    await sessionChurn.dispatch(batch[1]);
+    await sessionChurn.dispatch(batch[2]);
+    await sessionChurn.dispatch(batch[3]);
+  },
 });
 
 const replayTarget = handler();
