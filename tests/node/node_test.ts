@@ -22,7 +22,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   EndpointRegistryResponse,
   endpointStatusFromEnvelope,
@@ -33,7 +33,7 @@ import {
   makeUnregisterEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
   type ToolEnvelope,
-} from "../wire.ts";
+} from "../../wire.ts";
 import {
   EndpointHealthReporter,
   EndpointNodeLifecycle,
@@ -42,8 +42,8 @@ import {
   EndpointRegistry,
   endpointStateOf,
   newEndpointInstanceId,
-} from "../node.ts";
-import { context, FakeClock, recordingLogger, silentLogger } from "./_helpers.ts";
+} from "../../node.ts";
+import { context, FakeClock, recordingLogger, silentLogger } from "../_helpers.ts";
 
 /** Lets pending promise continuations run (no timers involved). */
 async function settle(): Promise<void> {
