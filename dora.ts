@@ -47,12 +47,12 @@ export {
   encodeToolEnvelopeIpc,
   type EncodeToolEnvelopeIpcOptions,
 } from "./src/dora/fast_ipc.ts";
-export {
-  type DoraEventSink,
-  type DoraIpcEventSink,
-  DoraToolEndpointBinding,
-  type DoraToolEndpointBindingOptions,
-} from "./src/dora/binding.ts";
+export { DoraToolEndpointBinding } from "./src/dora/binding.ts";
+export type {
+  DoraEventSink,
+  DoraIpcEventSink,
+  DoraToolEndpointBindingOptions,
+} from "./src/dora/binding_options.ts";
 
 export {
   type DoraEvent,
