@@ -14,12 +14,9 @@ import type { DoraToolEndpointBindingOptions } from "./binding_options.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { type DecodedCarrier, envelopeFromRow } from "./_carrier_rules.ts";
 import { carrierMessageSizeOver } from "./_carrier_size.ts";
-import {
-  carrierToEnvelope,
-  type ToolMessageArrowValue,
-  toolMessageCarrierSize,
-} from "./carrier.ts";
-import { decodeCarrierIpc } from "./fast_ipc.ts";
+import { carrierToEnvelope, type ToolMessageArrowValue } from "./carrier.ts";
+import { toolMessageCarrierSize } from "./carrier_size.ts";
+import { decodeCarrierIpc } from "./_fast_ipc_read.ts";
 import { correlatedProtocolError } from "./_binding_codec.ts";
 
 /** Bytes kept below `maxMessageBytes` for a request, as headroom for a correlated error. */

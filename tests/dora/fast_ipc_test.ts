@@ -61,7 +61,7 @@ import {
   toolMessageCarrierSize,
   toolMessageToEnvelope,
 } from "../../dora.ts";
-import { readToolMessageRow } from "../../src/dora/fast_ipc.ts";
+import { readToolMessageRow } from "../../src/dora/_fast_ipc_read.ts";
 import { checkToolMessageStream } from "../../src/dora/ipc.ts";
 import { parseStrictJsonBytes } from "../../src/wire/_json_decode.ts";
 import { hasPyarrow, hex, MAX, silentLogger, unhex } from "../_helpers.ts";
