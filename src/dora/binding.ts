@@ -1,3 +1,4 @@
+// Stays whole: one class; its two entry points share dispatch and fallbacks (decode, codec and barrier live in _binding_*.ts).
 /**
  * The Dora binding of a {@linkcode ToolEndpointHandler}: bounded ToolMessage carriers in (Arrow
  * values, or Arrow IPC bytes through the fast codec), responses and events out in the same form,
