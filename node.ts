@@ -47,16 +47,15 @@ export {
   type HealthCallback,
   type HealthStopOptions,
 } from "./src/node/health.ts";
+export { descriptorsEqual, EndpointRegistry } from "./src/node/registry.ts";
 export {
   DEFAULT_LEASE_TTL_MS,
-  descriptorsEqual,
-  EndpointRegistry,
   type EndpointRegistryChange,
   EndpointRegistryErrorCodes,
   type EndpointRegistryErrorCodeTable,
   type EndpointRegistryOptions,
   type EndpointRegistryRecord,
-} from "./src/node/registry.ts";
+} from "./src/node/registry_records.ts";
 export { type MonotonicClock, type NodeClock, SYSTEM_CLOCK } from "./src/node/clock.ts";
 export {
   type ToolEndpointHandlerState,
