@@ -33,13 +33,13 @@ export {
   type EndpointNodePhase,
   newEndpointInstanceId,
 } from "./src/node/node.ts";
-export {
-  EndpointRegistration,
-  type EndpointRegistrationOptions,
-  type EndpointRegistrationState,
-  type RegistrationBackoff,
-  type RegistrationStopOptions,
-} from "./src/node/registration.ts";
+export { EndpointRegistration } from "./src/node/registration.ts";
+export type {
+  EndpointRegistrationOptions,
+  EndpointRegistrationState,
+  RegistrationBackoff,
+  RegistrationStopOptions,
+} from "./src/node/registration_options.ts";
 export {
   EndpointHealthReporter,
   type EndpointHealthReporterOptions,
