@@ -31,11 +31,11 @@ export {
   toolEnvelopeToMessage,
   type ToolEnvelopeToMessageOptions,
   type ToolMessageArrowValue,
-  toolMessageCarrierSize,
   type ToolMessageStructVector,
   toolMessageToEnvelope,
   type ToolMessageToEnvelopeOptions,
 } from "./src/dora/carrier.ts";
+export { toolMessageCarrierSize } from "./src/dora/carrier_size.ts";
 export {
   decodeToolMessageIpc,
   type DecodeToolMessageIpcOptions,
@@ -47,12 +47,12 @@ export {
   encodeToolEnvelopeIpc,
   type EncodeToolEnvelopeIpcOptions,
 } from "./src/dora/fast_ipc.ts";
-export {
-  type DoraEventSink,
-  type DoraIpcEventSink,
-  DoraToolEndpointBinding,
-  type DoraToolEndpointBindingOptions,
-} from "./src/dora/binding.ts";
+export { DoraToolEndpointBinding } from "./src/dora/binding.ts";
+export type {
+  DoraEventSink,
+  DoraIpcEventSink,
+  DoraToolEndpointBindingOptions,
+} from "./src/dora/binding_options.ts";
 
 export {
   type DoraEvent,
@@ -67,14 +67,13 @@ export {
   openDoraNode,
   type OpenDoraNodeOptions,
 } from "./src/dora/ffi.ts";
-export {
-  runToolEndpointNode,
-  ToolEndpointNode,
-  type ToolEndpointNodeOptions,
-  type ToolEndpointNodeStats,
-  type ToolEndpointNodeStopReason,
-  type ToolEndpointRequestHandler,
-} from "./src/dora/runner.ts";
+export { runToolEndpointNode, ToolEndpointNode } from "./src/dora/runner.ts";
+export type {
+  ToolEndpointNodeOptions,
+  ToolEndpointNodeStats,
+  ToolEndpointNodeStopReason,
+  ToolEndpointRequestHandler,
+} from "./src/dora/runner_options.ts";
 export {
   LoopbackDataflow,
   type LoopbackDataflowOptions,

@@ -33,13 +33,13 @@ export {
   type EndpointNodePhase,
   newEndpointInstanceId,
 } from "./src/node/node.ts";
-export {
-  EndpointRegistration,
-  type EndpointRegistrationOptions,
-  type EndpointRegistrationState,
-  type RegistrationBackoff,
-  type RegistrationStopOptions,
-} from "./src/node/registration.ts";
+export { EndpointRegistration } from "./src/node/registration.ts";
+export type {
+  EndpointRegistrationOptions,
+  EndpointRegistrationState,
+  RegistrationBackoff,
+  RegistrationStopOptions,
+} from "./src/node/registration_options.ts";
 export {
   EndpointHealthReporter,
   type EndpointHealthReporterOptions,
@@ -47,16 +47,15 @@ export {
   type HealthCallback,
   type HealthStopOptions,
 } from "./src/node/health.ts";
+export { descriptorsEqual, EndpointRegistry } from "./src/node/registry.ts";
 export {
   DEFAULT_LEASE_TTL_MS,
-  descriptorsEqual,
-  EndpointRegistry,
   type EndpointRegistryChange,
   EndpointRegistryErrorCodes,
   type EndpointRegistryErrorCodeTable,
   type EndpointRegistryOptions,
   type EndpointRegistryRecord,
-} from "./src/node/registry.ts";
+} from "./src/node/registry_records.ts";
 export { type MonotonicClock, type NodeClock, SYSTEM_CLOCK } from "./src/node/clock.ts";
 export {
   type ToolEndpointHandlerState,

@@ -1,3 +1,4 @@
+// Stays whole: one class; its two entry points share dispatch and fallbacks (decode, codec and barrier live in _binding_*.ts).
 /**
  * The Dora binding of a {@linkcode ToolEndpointHandler}: bounded ToolMessage carriers in (Arrow
  * values, or Arrow IPC bytes through the fast codec), responses and events out in the same form,
@@ -10,132 +11,36 @@
  *
  * @module
  */
-import { FifoLock, withResolvers } from "../_internal/async.ts";
 import type { RecordBatch } from "apache-arrow";
-import { isArrowData, isArrowRecordBatch, isArrowTable, isArrowVector } from "apache-arrow";
-import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { ToolError } from "../endpoint/models.ts";
+import { ToolProtocolError } from "../endpoint/errors.ts";
 import { dispatchRouted, ToolEndpointHandler, type ToolRequestRoute } from "../handler/handler.ts";
-import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { optionalFunction, optionMessage } from "../_internal/options.ts";
 import { logIdsOf, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
-import { maxMessageBytesOption } from "../wire/codec.ts";
-import { makeErrorResponseEnvelope } from "../wire/factories.ts";
-import { type DecodedCarrier, envelopeFromRow } from "./_carrier_rules.ts";
-import { carrierMessageSizeOver } from "./_carrier_size.ts";
+import type { DecodedCarrier } from "./_carrier_rules.ts";
+import { toolEnvelopeToMessage, type ToolMessageArrowValue } from "./carrier.ts";
+import { encodeToolEnvelopeIpc } from "./fast_ipc.ts";
+import type {
+  DoraEventSink,
+  DoraIpcEventSink,
+  DoraToolEndpointBindingOptions,
+} from "./binding_options.ts";
 import {
-  carrierToEnvelope,
-  toolEnvelopeToMessage,
-  type ToolMessageArrowValue,
-  toolMessageCarrierSize,
-} from "./carrier.ts";
-import { decodeCarrierIpc, encodeToolEnvelopeIpc } from "./fast_ipc.ts";
-
-/**
- * Publishes one ToolMessage record batch on the node's output and resolves once it is published
- * (the acknowledgement the publication barrier waits for).
- */
-export type DoraEventSink = (batch: RecordBatch) => void | PromiseLike<void>;
-
-/**
- * Publishes one ToolMessage as Arrow IPC stream bytes on the node's output and resolves once it
- * is published (the IPC form of {@linkcode DoraEventSink}, used by
- * {@linkcode DoraToolEndpointBinding.dispatchIpc}).
- */
-export type DoraIpcEventSink = (bytes: Uint8Array) => void | PromiseLike<void>;
-
-/** Options of {@linkcode DoraToolEndpointBinding}. */
-export interface DoraToolEndpointBindingOptions {
-  /**
-   * The largest logical encoded message, in bytes, of every response and event (at least 1024).
-   * Requests get 512 bytes less, kept as headroom for a correlated error.
-   *
-   * @default {1048576}
-   */
-  readonly maxMessageBytes?: number;
-  /**
-   * The largest in-memory Arrow carrier accepted, in bytes, checked before anything is read (at
-   * least `maxMessageBytes`).
-   *
-   * @default {maxMessageBytes + 65536}
-   */
-  readonly maxCarrierBytes?: number;
-  /**
-   * Publishes Action and Session invoke responses and their events, in order (required for
-   * {@linkcode DoraToolEndpointBinding.dispatchInput} of an Action or Session invoke).
-   */
-  readonly eventSink?: DoraEventSink;
-  /**
-   * Publishes, as IPC bytes, Action and Session invoke responses and their events, in order
-   * (required for {@linkcode DoraToolEndpointBinding.dispatchIpc} of an Action or Session invoke).
-   */
-  readonly ipcEventSink?: DoraIpcEventSink;
-  /**
-   * Where the binding reports, one `error` record per failure with the request's ids and the
-   * cause: an endpoint failure answered with a correlated fallback (`binding.dispatch_failed`),
-   * a response or fallback that could not be encoded (`binding.response_unencodable`,
-   * `binding.fallback_unencodable`), an acceptance that did not reach the caller
-   * (`binding.acceptance_undelivered`).
-   *
-   * @default {the handler's logger}
-   */
-  readonly logger?: ToolLogger;
-  /**
-   * Receives every `endpoint.registry.response` arriving on the request input, for the node's
-   * registration loop ({@linkcode EndpointNodeLifecycle.receive}, which ignores uncorrelated
-   * ones); `dispatchInput` and `dispatchIpc` then return no message. Without it such a message is
-   * refused like any non-execution request.
-   */
-  readonly onRegistryResponse?: (response: ToolEnvelope) => void;
-}
+  correlatedInternalError,
+  correlatedProtocolError,
+  DISPATCH_FAILED,
+  type OutputCodec,
+} from "./_binding_codec.ts";
+import { type PublishPorts, publishStart } from "./_binding_publish.ts";
+import {
+  type BindingLimits,
+  bindingLimits,
+  requestFromArrow,
+  requestFromIpc,
+  requestTooLarge,
+} from "./_binding_decode.ts";
 
 const CREATE_BINDING = "create a DoraToolEndpointBinding";
-/** The message of a `binding.dispatch_failed` record. */
-const DISPATCH_FAILED =
-  "the handler failed on a trusted request; it is answered FORGE_ENDPOINT_INTERNAL";
-const CORRELATED_ERROR_RESERVE_BYTES = 512;
-const MIN_BINDING_MESSAGE_BYTES = 1024;
-const DEFAULT_CARRIER_OVERHEAD_BYTES = 65536;
-const SIZE_LIMIT_MESSAGE = "ToolEndpoint message exceeds the configured size limit";
-const IPC_BYTES_MESSAGE =
-  "DoraToolEndpointBinding does not accept IPC bytes; decode them upstream " +
-  "under bounded framing and decompression limits";
-
-function correlatedProtocolError(
-  error: ToolProtocolError,
-  request: ToolEnvelope,
-  maxMessageBytes: number,
-  maxRequestBytes?: number,
-): ToolEnvelope {
-  const details: Record<string, number> = {};
-  let message = "ToolEndpoint response violates the Wire protocol";
-  if (error.code === ToolErrorCodes.MESSAGE_TOO_LARGE) {
-    message = SIZE_LIMIT_MESSAGE;
-    details.max_message_bytes = maxMessageBytes;
-    if (maxRequestBytes !== undefined) details.max_request_bytes = maxRequestBytes;
-  }
-  return makeErrorResponseEnvelope(
-    new ToolError({ code: error.code, message, retryable: false, details }),
-    request,
-  );
-}
-
-function correlatedInternalError(request: ToolEnvelope): ToolEnvelope {
-  return makeErrorResponseEnvelope(
-    new ToolError({
-      code: ToolErrorCodes.ENDPOINT_INTERNAL,
-      message: "endpoint failed to produce a valid response",
-      retryable: false,
-    }),
-    request,
-  );
-}
-
-/** How one entry point writes its messages: as Arrow record batches or as IPC bytes. */
-interface OutputCodec<T> {
-  readonly encode: (envelope: ToolEnvelope, options: { maxMessageBytes: number }) => T;
-  readonly sink: ((message: T) => void | PromiseLike<void>) | undefined;
-}
 
 /**
  * Bridges bounded Dora ToolMessage inputs to an embedded {@linkcode ToolEndpointHandler}.
@@ -216,11 +121,12 @@ export class DoraToolEndpointBinding {
   readonly #ipc: OutputCodec<Uint8Array>;
   readonly #logger: ToolLogger;
   readonly #onRegistryResponse: ((response: ToolEnvelope) => void) | undefined;
-  readonly #maxMessageBytes: number;
-  readonly #maxRequestBytes: number;
-  readonly #maxCarrierBytes: number;
+  /** The checked limits (one frozen object, read on every message). */
+  readonly #limits: BindingLimits;
   /** The options of every encode: the message limit (one object, not one per message). */
   readonly #encodeOptions: { readonly maxMessageBytes: number };
+  /** What the publication barrier calls back (made once, not per message). */
+  readonly #ports: PublishPorts;
   /** The names of the declared Action and Session operations. */
   readonly #startOperations: ReadonlySet<string>;
 
@@ -238,33 +144,7 @@ export class DoraToolEndpointBinding {
     if (typeof options !== "object" || options === null) {
       throw new TypeError(optionMessage(CREATE_BINDING, "options", "an object", options));
     }
-    const maximum = maxMessageBytesOption(CREATE_BINDING, options.maxMessageBytes);
-    if (maximum < MIN_BINDING_MESSAGE_BYTES) {
-      throw new RangeError(
-        optionMessage(
-          CREATE_BINDING,
-          "maxMessageBytes",
-          `at least ${MIN_BINDING_MESSAGE_BYTES} for correlated error responses`,
-          maximum,
-        ),
-      );
-    }
-    const carrierMaximum = positiveIntegerOption(
-      CREATE_BINDING,
-      "maxCarrierBytes",
-      options.maxCarrierBytes,
-      maximum + DEFAULT_CARRIER_OVERHEAD_BYTES,
-    );
-    if (carrierMaximum < maximum) {
-      throw new RangeError(
-        optionMessage(
-          CREATE_BINDING,
-          "maxCarrierBytes",
-          `at least 'maxMessageBytes' (${maximum})`,
-          carrierMaximum,
-        ),
-      );
-    }
+    const limits = bindingLimits(CREATE_BINDING, options);
     const sink = optionalFunction<DoraEventSink>(CREATE_BINDING, "eventSink", options.eventSink);
     const ipcSink = optionalFunction<DoraIpcEventSink>(
       CREATE_BINDING,
@@ -272,6 +152,13 @@ export class DoraToolEndpointBinding {
       options.ipcEventSink,
     );
     this.#handler = handler;
+    this.#ports = {
+      handler,
+      encodeResponse: (codec, response, request) =>
+        this.#encodeResponse(codec, response, request, false),
+      event: (codec, event) => this.#event(codec, event),
+      report: (event, message, error, request) => this.#report(event, message, error, request),
+    };
     this.#arrow = { encode: toolEnvelopeToMessage, sink };
     this.#ipc = { encode: encodeToolEnvelopeIpc, sink: ipcSink };
     this.#logger = optionalFunction<ToolLogger>(CREATE_BINDING, "logger", options.logger) ??
@@ -281,14 +168,12 @@ export class DoraToolEndpointBinding {
       "onRegistryResponse",
       options.onRegistryResponse,
     );
-    this.#maxMessageBytes = maximum;
-    this.#encodeOptions = Object.freeze({ maxMessageBytes: maximum });
+    this.#limits = limits;
+    this.#encodeOptions = Object.freeze({ maxMessageBytes: limits.maxMessageBytes });
     this.#startOperations = new Set(
       handler.descriptor.operations.filter((operation) => operation.semantics !== "query")
         .map((operation) => operation.name),
     );
-    this.#maxRequestBytes = maximum - CORRELATED_ERROR_RESERVE_BYTES;
-    this.#maxCarrierBytes = carrierMaximum;
   }
 
   /** The embedded transport-independent handler. */
@@ -298,17 +183,17 @@ export class DoraToolEndpointBinding {
 
   /** The logical encoded-message limit of every response and event. */
   get maxMessageBytes(): number {
-    return this.#maxMessageBytes;
+    return this.#limits.maxMessageBytes;
   }
 
   /** The logical encoded-message limit of a request (`maxMessageBytes` − 512). */
   get maxRequestBytes(): number {
-    return this.#maxRequestBytes;
+    return this.#limits.maxRequestBytes;
   }
 
   /** The in-memory Arrow carrier limit, checked before a carrier is read. */
   get maxCarrierBytes(): number {
-    return this.#maxCarrierBytes;
+    return this.#limits.maxCarrierBytes;
   }
 
   /** Reports a failure as a `logger` record with the request's ids. */
@@ -358,7 +243,7 @@ export class DoraToolEndpointBinding {
         );
       }
       const fallback = error instanceof ToolProtocolError
-        ? correlatedProtocolError(error, request, this.#maxMessageBytes)
+        ? correlatedProtocolError(error, request, this.#limits.maxMessageBytes)
         : correlatedInternalError(request);
       return { message: this.#fallback(codec, fallback, request, error), failure: error };
     }
@@ -370,15 +255,6 @@ export class DoraToolEndpointBinding {
       throw new RangeError("event sink only accepts tool.event envelopes");
     }
     return codec.encode(event, this.#encodeOptions);
-  }
-
-  #checkCarrierSize(size: number): void {
-    if (size > this.#maxCarrierBytes) {
-      throw new ToolProtocolError(
-        ToolErrorCodes.MESSAGE_TOO_LARGE,
-        `Arrow carrier size ${size} exceeds limit ${this.#maxCarrierBytes}`,
-      );
-    }
   }
 
   /**
@@ -397,53 +273,11 @@ export class DoraToolEndpointBinding {
   readonly #trustRequest = (route: ToolRequestRoute): void => this.#trust(route, false);
   readonly #trustInput = (route: ToolRequestRoute): void => this.#trust(route, true);
 
-  /**
-   * Reads an inbound carrier (before route trust: every failure here is raised), with the route
-   * check `trust` ahead of the payload.
-   */
-  #requestFromArrow(value: unknown, trust: (route: ToolRequestRoute) => void): DecodedCarrier {
-    if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
-      throw new TypeError(IPC_BYTES_MESSAGE);
-    }
-    if (
-      typeof SharedArrayBuffer !== "undefined" && value instanceof SharedArrayBuffer
-    ) throw new TypeError(IPC_BYTES_MESSAGE);
-    if (
-      isArrowRecordBatch(value) || isArrowTable(value) || isArrowVector(value) || isArrowData(value)
-    ) {
-      this.#checkCarrierSize(toolMessageCarrierSize(value as ToolMessageArrowValue));
-    }
-    return carrierToEnvelope(value, this.#maxMessageBytes, trust);
-  }
-
-  /**
-   * Reads inbound IPC bytes with the fast codec: what decoding them with
-   * `decodeToolMessageIpc` and reading the batch with `#requestFromArrow` does.
-   */
-  #requestFromIpc(bytes: unknown): DecodedCarrier {
-    const carrier = decodeCarrierIpc(bytes, "dispatchIpc", this.#maxCarrierBytes);
-    if (carrier.row === undefined) return this.#requestFromArrow(carrier.batch, this.#trustInput);
-    this.#checkCarrierSize(carrier.row.carrierSize);
-    return envelopeFromRow(carrier.row, this.#maxMessageBytes, this.#trustInput);
-  }
-
   /** The correlated too-large answer to a trusted request beyond `maxRequestBytes`, if any. */
   #requestTooLarge<T>(codec: OutputCodec<T>, decoded: DecodedCarrier): T | undefined {
-    // Once the route is trusted, accepted requests keep headroom for a later correlated failure.
-    const size = carrierMessageSizeOver(decoded, this.#maxRequestBytes);
-    if (size === undefined) return undefined;
-    const request = decoded.envelope;
-    const error = new ToolProtocolError(
-      ToolErrorCodes.MESSAGE_TOO_LARGE,
-      `message size ${size} exceeds limit ${this.#maxRequestBytes}`,
-    );
-    const fallback = correlatedProtocolError(
-      error,
-      request,
-      this.#maxMessageBytes,
-      this.#maxRequestBytes,
-    );
-    return this.#fallback(codec, fallback, request, error);
+    const tooLarge = requestTooLarge(decoded, this.#limits);
+    if (tooLarge === undefined) return undefined;
+    return this.#fallback(codec, tooLarge.fallback, decoded.envelope, tooLarge.error);
   }
 
   /** True for an invoke of an Action or Session operation (one that starts an execution). */
@@ -464,7 +298,7 @@ export class DoraToolEndpointBinding {
   async handleInput(value: ToolMessageArrowValue): Promise<RecordBatch> {
     // The route was checked on the headers (an execution request for this endpoint): what is
     // left of the handler's invoke-route check is the message type.
-    const decoded = this.#requestFromArrow(value, this.#trustRequest);
+    const decoded = requestFromArrow(value, this.#limits, this.#trustRequest);
     const request = decoded.envelope;
     if (request.messageType !== "tool.invoke.request") {
       throw new RangeError("request envelope must be tool.invoke.request");
@@ -510,7 +344,7 @@ export class DoraToolEndpointBinding {
   async dispatchInput(value: ToolMessageArrowValue): Promise<RecordBatch[]> {
     return await this.#dispatchDecoded(
       this.#arrow,
-      this.#requestFromArrow(value, this.#trustInput),
+      requestFromArrow(value, this.#limits, this.#trustInput),
     );
   }
 
@@ -571,7 +405,10 @@ export class DoraToolEndpointBinding {
    * ```
    */
   async dispatchIpc(bytes: Uint8Array | ArrayBuffer): Promise<Uint8Array[]> {
-    return await this.#dispatchDecoded(this.#ipc, this.#requestFromIpc(bytes));
+    return await this.#dispatchDecoded(
+      this.#ipc,
+      requestFromIpc(bytes, this.#limits, this.#trustInput),
+    );
   }
 
   /**
@@ -615,84 +452,7 @@ export class DoraToolEndpointBinding {
    * Dispatches an Action or Session invoke (the route is trusted, the size checked) with the
    * publication barrier and the fallbacks: everything goes out through the codec's sink.
    */
-  async #dispatchStart<T>(codec: OutputCodec<T>, request: ToolEnvelope): Promise<T[]> {
-    const sink = codec.sink;
-    if (sink === undefined) {
-      throw new Error("Action or Session dispatch requires an asynchronous event_sink publisher");
-    }
-
-    const gate = withResolvers<void>();
-    let gateOpen = false;
-    let publishFailed = false;
-    let publishFailure: unknown;
-    const publishLock = new FifoLock();
-
-    const emitEvent = async (event: ToolEnvelope): Promise<void> => {
-      await gate.promise;
-      if (publishFailed) {
-        throw new Error("Response publication failed; event was not published", {
-          cause: publishFailure,
-        });
-      }
-      const release = await publishLock.acquire();
-      try {
-        await sink(this.#event(codec, event));
-      } finally {
-        release();
-      }
-    };
-
-    let messages: readonly ToolEnvelope[];
-    try {
-      messages = await dispatchRouted(this.#handler, request, { eventSink: emitEvent });
-    } catch (error) {
-      // A trusted request always gets an answer.
-      this.#report("binding.dispatch_failed", DISPATCH_FAILED, error, request);
-      messages = [correlatedInternalError(request)];
-    }
-
-    const release = await publishLock.acquire();
-    // Closes the gate for good: the caller never learned of an acceptance, so the execution is
-    // abandoned (aborted, converged, no events) before any waiting event is let through.
-    const undelivered = (failure: unknown) => {
-      publishFailed = true;
-      publishFailure = failure;
-      if (this.#handler.abandonInvoke(request)) {
-        this.#report(
-          "binding.acceptance_undelivered",
-          "the acceptance did not reach the caller: the execution was aborted and its outcome " +
-            "converged to unknown",
-          new Error(
-            "the acceptance did not reach the caller: the execution was aborted and its outcome " +
-              "converged to unknown",
-            { cause: failure },
-          ),
-          request,
-        );
-      }
-      gateOpen = true;
-      gate.resolve();
-    };
-    try {
-      // An acceptance that cannot be encoded is reported once, as undelivered (its cause).
-      const response = this.#encodeResponse(codec, messages[0], request, false);
-      if ("failure" in response) {
-        // The caller gets a correlated tool.error, not the acceptance: the execution must not
-        // keep running behind it, and none of its events may follow the error.
-        undelivered(response.failure);
-        await sink(response.message);
-        return [];
-      }
-      await sink(response.message);
-      gateOpen = true;
-      gate.resolve();
-      for (let i = 1; i < messages.length; i++) await sink(this.#event(codec, messages[i]));
-    } catch (error) {
-      if (!gateOpen) undelivered(error);
-      throw error;
-    } finally {
-      release();
-    }
-    return [];
+  #dispatchStart<T>(codec: OutputCodec<T>, request: ToolEnvelope): Promise<T[]> {
+    return publishStart(codec, request, this.#ports);
   }
 }

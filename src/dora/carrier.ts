@@ -1,3 +1,4 @@
+// Stays whole: one carrier; the encoder and the decoder share its schema and column rules.
 /**
  * The `forge_msgs.ToolMessage` Arrow carrier (`interfaces/forge_msgs/tool.v1.yaml`): one logical
  * Wire envelope as a single-row Arrow record batch with ten exact columns, and the conversions
@@ -465,61 +466,4 @@ export function toolMessageToEnvelope(
   checkCarrierShape(carrier);
   const decoded = envelopeFromRow(new DataRow(carrier.columns), limits.maxPayloadJsonBytes);
   return checkedCarrierEnvelope(decoded, limits.maxMessageBytes);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Carrier size
-
-function dataBytes(data: Data | undefined, seen: Set<Data>): number {
-  if (data === undefined || data === null || seen.has(data)) return 0;
-  seen.add(data);
-  let total = 0;
-  const buffers = [data.valueOffsets, data.values, data.nullBitmap, data.typeIds] as unknown[];
-  for (const buffer of buffers) {
-    if (ArrayBuffer.isView(buffer)) total += buffer.byteLength;
-  }
-  for (const buffer of data.variadicBuffers ?? []) total += buffer?.byteLength ?? 0;
-  for (const child of data.children ?? []) total += dataBytes(child, seen);
-  for (const chunk of (data.dictionary as { data?: Data[] } | undefined)?.data ?? []) {
-    total += dataBytes(chunk, seen);
-  }
-  return total;
-}
-
-/**
- * The in-memory size of an Arrow carrier value: the byte length of every buffer (validity
- * bitmaps, value offsets, data, view buffers, dictionaries) behind a record batch, a table or a
- * Struct vector — the analogue of pyarrow's `nbytes`. A sliced value counts the buffers it keeps
- * alive. Other values are a `TypeError`.
- *
- * @example
- * ```ts
- * import { assertEquals } from "@std/assert";
- * import { ToolEnvelope } from "@forge/tool/wire";
- * import { toolEnvelopeToMessage, toolMessageCarrierSize } from "@forge/tool/dora";
- * const batch = toolEnvelopeToMessage(
- *   new ToolEnvelope({
- *     messageType: "endpoint.unregister",
- *     requestId: "unregister-1",
- *     endpointId: "vision.yolo",
- *     endpointInstanceId: "instance-1",
- *   }),
- * );
- * assertEquals(toolMessageCarrierSize(batch) > 0, true);
- * ```
- */
-export function toolMessageCarrierSize(value: ToolMessageArrowValue): number {
-  const seen = new Set<Data>();
-  if (isArrowRecordBatch(value)) return dataBytes((value as RecordBatch).data, seen);
-  if (isArrowTable(value) || isArrowVector(value)) {
-    let total = 0;
-    for (const chunk of (value as { readonly data: readonly Data[] }).data) {
-      total += dataBytes(chunk, seen);
-    }
-    return total;
-  }
-  if (isArrowData(value)) return dataBytes(value as Data, seen);
-  throw new TypeError(
-    "toolMessageCarrierSize expects an arrow RecordBatch, Table, or Struct vector",
-  );
 }

@@ -1,3 +1,4 @@
+// Stays whole: one writer; the constant metadata and the body writer share the offsets it patches (the reader is _fast_ipc_read.ts).
 /**
  * The fast ToolMessage IPC codec: a logical envelope straight to Arrow IPC stream bytes and back,
  * specialised for the carrier's fixed schema (ten columns, Utf8 and Int64, one row) so the hot
@@ -33,7 +34,6 @@
  *
  * @module
  */
-import type { RecordBatch } from "apache-arrow";
 import {
   checkMessageSize,
   encodeJson,
@@ -44,15 +44,7 @@ import {
 } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { checkTypedEnvelope } from "../wire/validate.ts";
-import {
-  CARRIER_COLUMN,
-  type CarrierRow,
-  checkedUtf8Range,
-  envelopeFromRow,
-  invalidBitmap,
-  invalidBuffers,
-  type Utf8Range,
-} from "./_carrier_rules.ts";
+import { CARRIER_COLUMN, envelopeFromRow } from "./_carrier_rules.ts";
 import { carrierDecodeLimits, checkedCarrierEnvelope } from "./_carrier_size.ts";
 import {
   TOOL_MESSAGE_SCHEMA,
@@ -60,16 +52,7 @@ import {
   toolMessageToEnvelope,
   type ToolMessageToEnvelopeOptions,
 } from "./carrier.ts";
-import {
-  checkToolMessageStream,
-  decodeToolMessageIpc,
-  type DecodeToolMessageIpcOptions,
-  ipcByteLimit,
-  ipcBytesView,
-  type IpcStreamLayout,
-  isCarrierSchemaId,
-  rememberCarrierSchemaId,
-} from "./ipc.ts";
+import { type DecodeToolMessageIpcOptions, ipcByteLimit } from "./ipc.ts";
 import {
   BUFFER_BYTES,
   CONTINUATION_MARKER,
@@ -82,11 +65,11 @@ import {
   MessageHeader,
   MessageSlot,
   MetadataVersion,
-  OFFSET_BYTES,
   RecordBatchSlot,
   SchemaSlot,
   Type,
 } from "./_arrow_format.ts";
+import { BUFFERS, COLUMNS, decodeCarrierIpc, firstBuffer, SEQUENCE } from "./_fast_ipc_read.ts";
 
 /** Options of {@linkcode encodeToolEnvelopeIpc}: those of {@linkcode toolEnvelopeToMessage}. */
 export type EncodeToolEnvelopeIpcOptions = ToolEnvelopeToMessageOptions;
@@ -99,16 +82,6 @@ export interface DecodeToolEnvelopeIpcOptions
   extends DecodeToolMessageIpcOptions, ToolMessageToEnvelopeOptions {}
 
 const encoder = new TextEncoder();
-
-const COLUMNS = TOOL_MESSAGE_SCHEMA.fields.length;
-const SEQUENCE = CARRIER_COLUMN.sequence;
-/** Buffers per column: validity, offsets and data for Utf8; validity and data for Int64. */
-const BUFFERS = COLUMNS * 3 - 1;
-
-/** The index of the first (validity) buffer of column `column`. */
-function firstBuffer(column: number): number {
-  return column <= SEQUENCE ? 3 * column : 3 * column - 1;
-}
 
 function align8(n: number): number {
   return (n + 7) & ~7;
@@ -460,140 +433,6 @@ export function encodeToolEnvelopeIpc(
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// IPC bytes -> envelope
-
-const NAMES = TOOL_MESSAGE_SCHEMA.fields.map((field) => encoder.encode(field.name));
-const NULLABLE = TOOL_MESSAGE_SCHEMA.fields.map((field) => field.nullable);
-
-/** True when the checked schema is exactly the carrier's, as apache-arrow reads it. */
-function schemaMatches(layout: IpcStreamLayout): boolean {
-  const fb = layout.schema;
-  const fields = fb.vector(layout.schemaTable, SchemaSlot.fields, OFFSET_BYTES);
-  if (fields.length !== COLUMNS) return false;
-  for (let i = 0; i < COLUMNS; i++) {
-    const field = fb.element(fields.start, i);
-    if (!fb.stringEquals(field, FieldSlot.name, NAMES[i])) return false;
-    if ((fb.scalarU8(field, FieldSlot.nullable, 0) !== 0) !== NULLABLE[i]) return false;
-    const tag = fb.scalarU8(field, FieldSlot.typeType, 0);
-    if (i === SEQUENCE) {
-      if (tag !== Type.Int) return false;
-      const type = fb.table(field, FieldSlot.type);
-      if (
-        type === 0 || fb.scalarI32(type, IntSlot.bitWidth, 0) !== 64 ||
-        fb.scalarU8(type, IntSlot.isSigned, 0) === 0
-      ) {
-        return false;
-      }
-    } else if (tag !== Type.Utf8) {
-      return false;
-    }
-  }
-  return true;
-}
-
-/**
- * @internal Row 0 of a ToolMessage read from IPC bytes: the record batch's buffers, read the way
- * apache-arrow materialises them, with the errors the carrier reports for them.
- */
-export class IpcCarrierRow implements CarrierRow {
-  /** The in-memory size apache-arrow's batch would have ({@linkcode toolMessageCarrierSize}). */
-  readonly carrierSize: number;
-  readonly #bytes: Uint8Array;
-  readonly #view: DataView;
-  readonly #body: number;
-  /** Offset and length of every buffer, relative to the body. */
-  readonly #buffers: readonly number[];
-  readonly #nulls: readonly number[];
-
-  constructor(
-    bytes: Uint8Array,
-    view: DataView,
-    body: number,
-    buffers: readonly number[],
-    nulls: readonly number[],
-  ) {
-    this.#bytes = bytes;
-    this.#view = view;
-    this.#body = body;
-    this.#buffers = buffers;
-    this.#nulls = nulls;
-    let size = 0;
-    for (let column = 0; column < COLUMNS; column++) {
-      const b = firstBuffer(column);
-      if (nulls[column] > 0) size += buffers[2 * b + 1];
-      if (column === SEQUENCE) size += buffers[2 * b + 3] - buffers[2 * b + 3] % 8;
-      else size += buffers[2 * b + 3] - buffers[2 * b + 3] % 4 + buffers[2 * b + 5];
-    }
-    this.carrierSize = size;
-  }
-
-  /** True when row 0 of `column` is null (its first buffer is the validity bitmap). */
-  #isNull(column: number, name: string): boolean {
-    if (this.#nulls[column] === 0) return false;
-    const b = firstBuffer(column);
-    if (this.#buffers[2 * b + 1] === 0) throw invalidBitmap(name);
-    return (this.#bytes[this.#body + this.#buffers[2 * b]] & 1) === 0;
-  }
-
-  utf8(index: number, name: string): Utf8Range | undefined {
-    if (this.#isNull(index, name)) return undefined;
-    const b = firstBuffer(index);
-    const buffers = this.#buffers;
-    if (buffers[2 * b + 3] < 8) throw invalidBuffers(name);
-    const offsets = this.#body + buffers[2 * b + 2];
-    const data = this.#body + buffers[2 * b + 4];
-    return checkedUtf8Range(
-      this.#bytes,
-      data,
-      data + buffers[2 * b + 5],
-      this.#view.getInt32(offsets, true),
-      this.#view.getInt32(offsets + 4, true),
-      name,
-    );
-  }
-
-  sequence(): bigint | undefined {
-    if (this.#isNull(SEQUENCE, "sequence")) return undefined;
-    const b = firstBuffer(SEQUENCE);
-    if (this.#buffers[2 * b + 3] < 8) throw invalidBuffers("sequence");
-    return this.#view.getBigInt64(this.#body + this.#buffers[2 * b + 2], true);
-  }
-}
-
-/**
- * @internal Row 0 of a checked ToolMessage IPC stream, or `undefined` when the stream is not one
- * the fast path reads exactly as apache-arrow does (then the generic path decides).
- */
-export function readToolMessageRow(
-  bytes: Uint8Array,
-  layout: IpcStreamLayout,
-): IpcCarrierRow | undefined {
-  const { schemaVersion, batchVersion, nullCounts, buffers } = layout;
-  if (
-    (schemaVersion !== MetadataVersion.V4 && schemaVersion !== MetadataVersion.V5) ||
-    (batchVersion !== MetadataVersion.V4 && batchVersion !== MetadataVersion.V5) ||
-    nullCounts.length !== COLUMNS || buffers.length !== 2 * BUFFERS
-  ) return undefined;
-  if (!isCarrierSchemaId(layout.schemaId)) {
-    try {
-      if (!schemaMatches(layout)) return undefined;
-    } catch {
-      // A read the generic reader makes differently (out of the metadata's bounds): it decides.
-      return undefined;
-    }
-    rememberCarrierSchemaId(layout.schemaId);
-  }
-  // apache-arrow views offsets as Int32Array and Int64 data as BigInt64Array, which throws for
-  // a misaligned buffer: such streams take the generic path for its exact error.
-  for (let column = 0; column < COLUMNS; column++) {
-    const at = 2 * (firstBuffer(column) + 1);
-    const alignment = column === SEQUENCE ? 8 : 4;
-    if (buffers[at + 1] > 0 && buffers[at] % alignment !== 0) return undefined;
-  }
-  return new IpcCarrierRow(bytes, layout.batch.view, layout.bodyStart, buffers, nullCounts);
-}
-
 /**
  * Decodes ToolMessage Arrow IPC stream bytes straight to a logical envelope: the same envelope, or
  * the same error, as `toolMessageToEnvelope(decodeToolMessageIpc(bytes, options), options)`,
@@ -634,27 +473,4 @@ export function decodeToolEnvelopeIpc(
   const limits = carrierDecodeLimits(options);
   const decoded = envelopeFromRow(carrier.row, limits.maxPayloadJsonBytes);
   return checkedCarrierEnvelope(decoded, limits.maxMessageBytes);
-}
-
-/**
- * @internal One ToolMessage IPC stream, bounded and checked: its row read by the fast reader, or,
- * for a layout the fast reader leaves to apache-arrow, the record batch apache-arrow decoded.
- */
-export type DecodedCarrierIpc =
-  | { readonly row: IpcCarrierRow; readonly batch?: undefined }
-  | { readonly row?: undefined; readonly batch: RecordBatch };
-
-/**
- * @internal The one decode pipeline of inbound IPC bytes (framing and metadata checked against
- * `maxBytes` before anything is read, then the fast row reader, else apache-arrow), shared by
- * {@linkcode decodeToolEnvelopeIpc} and the binding. `caller` names the API in a bad-input error.
- */
-export function decodeCarrierIpc(
-  bytes: unknown,
-  caller: string,
-  maxBytes: number,
-): DecodedCarrierIpc {
-  const view = ipcBytesView(bytes, caller);
-  const row = readToolMessageRow(view, checkToolMessageStream(view, maxBytes));
-  return row === undefined ? { batch: decodeToolMessageIpc(view, { maxBytes }) } : { row };
 }

@@ -16,11 +16,8 @@ import { EndpointNodeLifecycle, type EndpointNodeLifecycleOptions } from "../nod
 import { DoraToolEndpointBinding } from "./binding.ts";
 import { encodeToolEnvelopeIpc } from "./fast_ipc.ts";
 import { decodeToolMessageIpc, encodeToolMessageIpc } from "./ipc.ts";
-import {
-  ToolEndpointNode,
-  type ToolEndpointNodeStats,
-  type ToolEndpointRequestHandler,
-} from "./runner.ts";
+import { ToolEndpointNode } from "./runner.ts";
+import type { ToolEndpointNodeStats, ToolEndpointRequestHandler } from "./runner_options.ts";
 import type { DoraTransport } from "./transport.ts";
 
 /** The registration loop's default response timeout, which bounds the unregister's wait. */

@@ -11,7 +11,8 @@ import { ToolEndpointHandler } from "../handler/handler.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { EndpointHealthReporter, type EndpointHealthReporterOptions } from "./health.ts";
-import { EndpointRegistration, type EndpointRegistrationOptions } from "./registration.ts";
+import { EndpointRegistration } from "./registration.ts";
+import type { EndpointRegistrationOptions } from "./registration_options.ts";
 import { optionMessage } from "../_internal/options.ts";
 
 const CREATE_LIFECYCLE = "create an EndpointNodeLifecycle";

@@ -14,7 +14,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   endpointRegistryResponseFromPayload,
   endpointStatusFromEnvelope,
@@ -25,16 +25,16 @@ import {
   TOOL_ENDPOINT_PROTOCOL,
   ToolEnvelope,
   ToolProtocolError,
-} from "../wire.ts";
-import { EndpointRegistry } from "../node.ts";
+} from "../../wire.ts";
+import { EndpointRegistry } from "../../node.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolEndpointBinding,
   encodeToolEnvelopeIpc,
   LoopbackDataflow,
   serveToolEndpoint,
-} from "../dora.ts";
-import { recordingLogger, silentLogger } from "./_helpers.ts";
+} from "../../dora.ts";
+import { recordingLogger, silentLogger } from "../_helpers.ts";
 
 const descriptor = new ToolEndpointDescriptor({
   protocolVersion: TOOL_ENDPOINT_PROTOCOL,

@@ -1,7 +1,7 @@
 // The in-memory EndpointRegistry: every rule of PROTOCOL.md 8.5–8.6 with the exact response
 // status, revision and error code, on an injected monotonic clock.
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
-import { ToolEndpointDescriptor, ToolOperationDescriptor } from "../mod.ts";
+import { ToolEndpointDescriptor, ToolOperationDescriptor } from "../../mod.ts";
 import {
   decodeEnvelope,
   encodeEnvelope,
@@ -12,14 +12,14 @@ import {
   ToolEnvelope,
   ToolProtocolError,
   validateManagementResponseCorrelation,
-} from "../wire.ts";
+} from "../../wire.ts";
 import {
   descriptorsEqual,
   EndpointRegistry,
   type EndpointRegistryChange,
   type EndpointRegistryOptions,
-} from "../node.ts";
-import { recordingLogger } from "./_helpers.ts";
+} from "../../node.ts";
+import { recordingLogger } from "../_helpers.ts";
 
 const ROUTE = "yolo/management";
 const OTHER_ROUTE = "arm/management";

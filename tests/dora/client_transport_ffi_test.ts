@@ -8,18 +8,18 @@ import {
   type ToolClientTransport,
   ToolEndpointClient,
   type ToolEventRecord,
-} from "../mod.ts";
-import type { ToolEnvelope } from "../wire.ts";
+} from "../../mod.ts";
+import type { ToolEnvelope } from "../../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolClientTransport,
   encodeToolEnvelopeIpc,
   openDoraNode,
-} from "../dora.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./client/_fixtures.ts";
-import { hex, unhex } from "./_helpers.ts";
+} from "../../dora.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "../client/_fixtures.ts";
+import { hex, unhex } from "../_helpers.ts";
 
-const FIXTURE = new URL("./fixtures/dora_double.c", import.meta.url);
+const FIXTURE = new URL("../fixtures/dora_double.c", import.meta.url);
 
 async function hasCompiler(): Promise<boolean> {
   try {

@@ -30,7 +30,7 @@ import {
   Utf8View,
   vectorFromArray,
 } from "apache-arrow";
-import { ToolEvent, ToolRequest } from "../mod.ts";
+import { ToolEvent, ToolRequest } from "../../mod.ts";
 import {
   encodeEnvelope,
   makeEventEnvelope,
@@ -39,7 +39,7 @@ import {
   ToolEnvelope,
   ToolProtocolError,
   validateMessageEnvelope,
-} from "../wire.ts";
+} from "../../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   decodeToolMessageIpc,
@@ -48,10 +48,10 @@ import {
   toolEnvelopeToMessage,
   toolMessageCarrierSize,
   toolMessageToEnvelope,
-} from "../dora.ts";
-import { CARRIER_COLUMN } from "../src/dora/_carrier_rules.ts";
-import { assertProtocolError, CODES, context, MAX, PROTOCOL, text } from "./_helpers.ts";
-import { SeededRandom } from "./_gen.ts";
+} from "../../dora.ts";
+import { CARRIER_COLUMN } from "../../src/dora/_carrier_rules.ts";
+import { assertProtocolError, CODES, context, MAX, PROTOCOL, text } from "../_helpers.ts";
+import { SeededRandom } from "../_gen.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -162,7 +162,7 @@ function rawUtf8(bytes: Uint8Array): Data {
 }
 
 function fixture(name: string): Promise<Uint8Array> {
-  return Deno.readFile(new URL(`./fixtures/pyarrow/${name}.arrows`, import.meta.url));
+  return Deno.readFile(new URL(`../fixtures/pyarrow/${name}.arrows`, import.meta.url));
 }
 
 /** Runs `fn`; it may return, or throw a ToolProtocolError, and nothing else. */

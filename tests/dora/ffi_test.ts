@@ -8,17 +8,17 @@ import {
   assertStringIncludes,
 } from "@std/assert";
 import { delay } from "@std/async";
-import { type DoraNodeTransport, openDoraNode } from "../src/dora/ffi.ts";
-import { runToolEndpointNode } from "../src/dora/runner.ts";
-import type { ToolLogger, ToolLogLevel } from "../mod.ts";
-import { type DoraEvent, epochMsToNtp64 } from "../src/dora/transport.ts";
-import { ToolContext, ToolExecutionKey, ToolRequest } from "../mod.ts";
-import { eventFromPayload, makeInvokeRequestEnvelope } from "../wire.ts";
-import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc, serveToolEndpoint } from "../dora.ts";
-import { LongRunning, robotHandler } from "./handler/_fakes.ts";
-import { concat, hex, unhex } from "./_helpers.ts";
+import { type DoraNodeTransport, openDoraNode } from "../../src/dora/ffi.ts";
+import { runToolEndpointNode } from "../../src/dora/runner.ts";
+import type { ToolLogger, ToolLogLevel } from "../../mod.ts";
+import { type DoraEvent, epochMsToNtp64 } from "../../src/dora/transport.ts";
+import { ToolContext, ToolExecutionKey, ToolRequest } from "../../mod.ts";
+import { eventFromPayload, makeInvokeRequestEnvelope } from "../../wire.ts";
+import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc, serveToolEndpoint } from "../../dora.ts";
+import { LongRunning, robotHandler } from "../handler/_fakes.ts";
+import { concat, hex, unhex } from "../_helpers.ts";
 
-const FIXTURE = new URL("./fixtures/dora_double.c", import.meta.url);
+const FIXTURE = new URL("../fixtures/dora_double.c", import.meta.url);
 
 async function hasCompiler(): Promise<boolean> {
   try {

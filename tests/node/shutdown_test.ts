@@ -1,15 +1,15 @@
 // EndpointNodeLifecycle.shutdown() with running executions (issue 11, defect 2): terminal events
 // first, then one `unavailable`, then the unregister.
 import { assertEquals } from "@std/assert";
-import { ToolContext, ToolExecutionKey, ToolRequest } from "../mod.ts";
+import { ToolContext, ToolExecutionKey, ToolRequest } from "../../mod.ts";
 import {
   endpointStatusFromEnvelope,
   eventFromPayload,
   makeInvokeRequestEnvelope,
   type ToolEnvelope,
-} from "../wire.ts";
-import { EndpointNodeLifecycle, EndpointRegistry } from "../node.ts";
-import { LongRunning, robotHandler } from "./handler/_fakes.ts";
+} from "../../wire.ts";
+import { EndpointNodeLifecycle, EndpointRegistry } from "../../node.ts";
+import { LongRunning, robotHandler } from "../handler/_fakes.ts";
 
 function describe(envelope: ToolEnvelope): string {
   if (envelope.messageType === "tool.event") {

@@ -3,7 +3,7 @@
 // before the unregister, and an acceptance the caller never got leaves nothing running.
 import { assert, assertEquals, assertInstanceOf, assertRejects } from "@std/assert";
 import type { RecordBatch } from "apache-arrow";
-import { ToolEvent, ToolResult } from "../mod.ts";
+import { ToolEvent, ToolResult } from "../../mod.ts";
 import {
   endpointRegistryResponseFromPayload,
   endpointStatusFromEnvelope,
@@ -14,8 +14,8 @@ import {
   statusResponseFromPayload,
   type ToolEnvelope,
   ToolProtocolError,
-} from "../wire.ts";
-import { EndpointRegistry } from "../node.ts";
+} from "../../wire.ts";
+import { EndpointRegistry } from "../../node.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolEndpointBinding,
@@ -24,8 +24,8 @@ import {
   serveToolEndpoint,
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
-} from "../dora.ts";
-import { LongRunning, type OnAbort, requests, robotHandler } from "./handler/_fakes.ts";
+} from "../../dora.ts";
+import { LongRunning, type OnAbort, requests, robotHandler } from "../handler/_fakes.ts";
 
 /** One line per message the node published, in order, as the Gateway sees them. */
 function describe(envelope: ToolEnvelope): string {

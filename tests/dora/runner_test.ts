@@ -9,15 +9,12 @@ import {
   assertThrows,
 } from "@std/assert";
 import { deadline, delay } from "@std/async";
-import { LoopbackDataflow } from "../src/dora/loopback.ts";
-import {
-  runToolEndpointNode,
-  ToolEndpointNode,
-  type ToolEndpointNodeOptions,
-} from "../src/dora/runner.ts";
-import { type DoraTransport, epochMsToNtp64, ntp64ToEpochMs } from "../src/dora/transport.ts";
-import { concat } from "./_helpers.ts";
-import type { ToolLogger, ToolLogLevel } from "../mod.ts";
+import { LoopbackDataflow } from "../../src/dora/loopback.ts";
+import { runToolEndpointNode, ToolEndpointNode } from "../../src/dora/runner.ts";
+import type { ToolEndpointNodeOptions } from "../../src/dora/runner_options.ts";
+import { type DoraTransport, epochMsToNtp64, ntp64ToEpochMs } from "../../src/dora/transport.ts";
+import { concat } from "../_helpers.ts";
+import type { ToolLogger, ToolLogLevel } from "../../mod.ts";
 
 const encoder = new TextEncoder();
 const PREFIX = encoder.encode("echo:");

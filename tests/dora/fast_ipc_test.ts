@@ -35,7 +35,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   encodedEnvelopeSize,
   makeEventEnvelope,
@@ -47,7 +47,7 @@ import {
   type ToolMessageType,
   ToolProtocolError,
   validateMessageEnvelope,
-} from "../wire.ts";
+} from "../../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   decodeToolMessageIpc,
@@ -60,11 +60,11 @@ import {
   toolEnvelopeToMessage,
   toolMessageCarrierSize,
   toolMessageToEnvelope,
-} from "../dora.ts";
-import { readToolMessageRow } from "../src/dora/fast_ipc.ts";
-import { checkToolMessageStream } from "../src/dora/ipc.ts";
-import { parseStrictJsonBytes } from "../src/wire/_json_decode.ts";
-import { hasPyarrow, hex, MAX, silentLogger, unhex } from "./_helpers.ts";
+} from "../../dora.ts";
+import { readToolMessageRow } from "../../src/dora/_fast_ipc_read.ts";
+import { checkToolMessageStream } from "../../src/dora/ipc.ts";
+import { parseStrictJsonBytes } from "../../src/wire/_json_decode.ts";
+import { hasPyarrow, hex, MAX, silentLogger, unhex } from "../_helpers.ts";
 import {
   type Gen,
   idString,
@@ -73,12 +73,12 @@ import {
   requestOptions,
   SeededRandom,
   toolContext,
-} from "./_gen.ts";
+} from "../_gen.ts";
 
 const SEED = 0xfa57_1dc0;
 const PER_TYPE = 220;
 const RAW_ROWS = 3000;
-const FIXTURES = new URL("./fixtures/pyarrow/", import.meta.url);
+const FIXTURES = new URL("../fixtures/pyarrow/", import.meta.url);
 const utf8 = new TextEncoder();
 
 // ---------------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import {
   type ToolEndpointClientOptions,
   type ToolEventRecord,
   type ToolInvocation,
-} from "../mod.ts";
-import { ToolEnvelope } from "../wire.ts";
+} from "../../mod.ts";
+import { ToolEnvelope } from "../../wire.ts";
 import {
   decodeToolEnvelopeIpc,
   DoraToolClientTransport,
@@ -19,9 +19,9 @@ import {
   type LoopbackOutput,
   LoopbackToolClientTransport,
   serveToolEndpoint,
-} from "../dora.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "./client/_fixtures.ts";
-import { recordingLogger } from "./_helpers.ts";
+} from "../../dora.ts";
+import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE } from "../client/_fixtures.ts";
+import { recordingLogger } from "../_helpers.ts";
 
 type ClientOptions = Omit<ToolEndpointClientOptions, "transport" | "endpointId">;
 

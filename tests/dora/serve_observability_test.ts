@@ -11,24 +11,29 @@ import {
   type ToolLogger,
   type ToolLogRecord,
   ToolResult,
-} from "../mod.ts";
-import { makeRegistrationEnvelope } from "../wire.ts";
+} from "../../mod.ts";
+import { makeRegistrationEnvelope } from "../../wire.ts";
 import {
   EndpointHealthReporter,
   EndpointNodeLifecycle,
   EndpointRegistration,
   EndpointRegistry,
-} from "../node.ts";
-import { ToolGateway } from "../gateway.ts";
+} from "../../node.ts";
+import { ToolGateway } from "../../gateway.ts";
 import {
   DoraToolEndpointBinding,
   LoopbackDataflow,
   runToolEndpointNode,
   runToolGatewayNode,
   serveToolEndpoint,
-} from "../dora.ts";
-import { FakeClock } from "./_helpers.ts";
-import { armEndpoint, DESCRIPTOR, ENDPOINT, INSTANCE as ARM_INSTANCE } from "./client/_fixtures.ts";
+} from "../../dora.ts";
+import { FakeClock } from "../_helpers.ts";
+import {
+  armEndpoint,
+  DESCRIPTOR,
+  ENDPOINT,
+  INSTANCE as ARM_INSTANCE,
+} from "../client/_fixtures.ts";
 import {
   ACTION,
   actionHandler,
@@ -37,7 +42,7 @@ import {
   QUERY,
   queryDescriptor,
   queryHandler,
-} from "./handler/_fakes.ts";
+} from "../handler/_fakes.ts";
 
 /** A logger that keeps every record. */
 function recorder(): { readonly records: ToolLogRecord[]; readonly logger: ToolLogger } {
@@ -67,7 +72,7 @@ Deno.test("binding: an unencodable response is a binding.response_unencodable re
     maxMessageBytes: 1024,
   });
   await binding.dispatchInput(
-    (await import("../dora.ts")).toolEnvelopeToMessage(invokeFor(QUERY)),
+    (await import("../../dora.ts")).toolEnvelopeToMessage(invokeFor(QUERY)),
   );
   assertEquals(events(records), ["error binding.response_unencodable"]);
   const [record] = records;
@@ -83,7 +88,7 @@ Deno.test("binding: an unencodable response is a binding.response_unencodable re
 });
 
 Deno.test("binding: its own logger option wins over the handler's", async () => {
-  const { toolEnvelopeToMessage } = await import("../dora.ts");
+  const { toolEnvelopeToMessage } = await import("../../dora.ts");
   const handlerLog = recorder();
   const bindingLog = recorder();
   const handler = queryHandler(HUGE_QUERY, { logger: handlerLog.logger });
@@ -99,7 +104,7 @@ Deno.test("binding: its own logger option wins over the handler's", async () => 
 });
 
 Deno.test("binding: an acceptance too large to send is reported once, as undelivered, with the handler's execution.unknown", async () => {
-  const { toolEnvelopeToMessage } = await import("../dora.ts");
+  const { toolEnvelopeToMessage } = await import("../../dora.ts");
   const { records, logger } = recorder();
   const handler = actionHandler({
     start: () => new ToolAccepted({ details: { blob: "x".repeat(2048) } }),
@@ -341,7 +346,7 @@ Deno.test("serve: its logger reaches the binding, the runner and the lifecycle, 
     },
     logger: nodeLog.logger,
   });
-  const { encodeToolEnvelopeIpc } = await import("../dora.ts");
+  const { encodeToolEnvelopeIpc } = await import("../../dora.ts");
   await flow.request(encodeToolEnvelopeIpc(invokeFor(QUERY)));
   await flow.request(new Uint8Array([1, 2, 3]));
   await flow.stop();

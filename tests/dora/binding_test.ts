@@ -27,7 +27,7 @@ import {
   ToolRequest,
   ToolResult,
   ToolResultResponse,
-} from "../mod.ts";
+} from "../../mod.ts";
 import {
   encodedEnvelopeSize,
   encodeEnvelope,
@@ -43,7 +43,7 @@ import {
   ToolProtocolError,
   type ToolSemantics,
   validateResponseCorrelation,
-} from "../wire.ts";
+} from "../../wire.ts";
 import {
   DoraToolEndpointBinding,
   type DoraToolEndpointBindingOptions,
@@ -52,7 +52,7 @@ import {
   TOOL_MESSAGE_SCHEMA,
   toolEnvelopeToMessage,
   toolMessageToEnvelope,
-} from "../dora.ts";
+} from "../../dora.ts";
 import {
   assertProtocolError,
   CODES,
@@ -60,8 +60,8 @@ import {
   PROTOCOL,
   recordingLogger,
   silentLogger,
-} from "./_helpers.ts";
-import { echoArguments, FakeQuery } from "./handler/_fakes.ts";
+} from "../_helpers.ts";
+import { echoArguments, FakeQuery } from "../handler/_fakes.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures of the reference test module

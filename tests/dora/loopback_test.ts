@@ -1,7 +1,7 @@
 // The embedded loopback dataflow's own contract (src/dora/loopback.ts); its use by the runner,
 // the binding and the client is tested with them.
 import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
-import { LoopbackDataflow } from "../src/dora/loopback.ts";
+import { LoopbackDataflow } from "../../src/dora/loopback.ts";
 
 Deno.test("loopback option errors name the option and show the value", () => {
   const cases: [unknown, string][] = [
