@@ -99,6 +99,7 @@ export class ExecutionLedger {
   readonly #meters = new Map<string, OperationMeter>();
   readonly #maxRetained: number;
   readonly #permitsChanged: () => void;
+  #examined = 0;
 
   /**
    * A ledger of at most `maxRetained` records, with a permit count for each of `operations`;
@@ -121,6 +122,14 @@ export class ExecutionLedger {
   /** Records retained. */
   get size(): number {
     return this.#records.size;
+  }
+
+  /**
+   * How many records making room examined in total (the evicted ones included): what an
+   * admission costs when the ledger is full, counted so a test can hold it constant.
+   */
+  get examined(): number {
+    return this.#examined;
   }
 
   /** Permits in use by operation. */
@@ -313,6 +322,7 @@ export class ExecutionLedger {
     while (this.#records.size >= this.#maxRetained) {
       let victim: ExecutionRecord | undefined;
       for (const record of this.#records.values()) {
+        this.#examined++;
         if (!record.permitHeld && record.phase !== "starting") {
           victim = record;
           break;
