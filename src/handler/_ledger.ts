@@ -65,6 +65,16 @@ export interface ExecutionRecord {
   readonly admittedAt: number;
   /** The invocation's span while it runs (with a tracer), ended when its outcome is established. */
   span: ToolSpan | undefined;
+  /** The ledger's recency stamp: larger is more recently used (ledger-private). */
+  used: number;
+  /** True once the record may be evicted: no permit held, not starting (ledger-private). */
+  evictable: boolean;
+}
+
+/** An entry of the eviction queue: `record` as it was stamped when queued. */
+interface EvictionEntry {
+  readonly used: number;
+  readonly record: ExecutionRecord;
 }
 
 /** The shape of the `unknown` errors the handler converges executions with. */
@@ -99,6 +109,16 @@ export class ExecutionLedger {
   readonly #meters = new Map<string, OperationMeter>();
   readonly #maxRetained: number;
   readonly #permitsChanged: () => void;
+  #examined = 0;
+  /** The last recency stamp given. */
+  #clock = 0;
+  /**
+   * The evictable records by recency stamp, a binary min-heap: its top is the least recently
+   * used evictable record. Entries go stale when their record is used again (a fresh entry is
+   * queued) or evicted; stale ones are dropped when they reach the top, and the heap is rebuilt
+   * when they outnumber the records.
+   */
+  #evictionQueue: EvictionEntry[] = [];
 
   /**
    * A ledger of at most `maxRetained` records, with a permit count for each of `operations`;
@@ -121,6 +141,14 @@ export class ExecutionLedger {
   /** Records retained. */
   get size(): number {
     return this.#records.size;
+  }
+
+  /**
+   * How many records making room examined in total (the evicted ones included): what an
+   * admission costs when the ledger is full, counted so a test can hold it constant.
+   */
+  get examined(): number {
+    return this.#examined;
   }
 
   /** Permits in use by operation. */
@@ -164,7 +192,56 @@ export class ExecutionLedger {
     if (record.operation !== operation) throw executionConflict();
     this.#records.delete(record.keyId);
     this.#records.set(record.keyId, record);
+    this.#use(record);
     return record;
+  }
+
+  /** Stamps `record` most recently used; an evictable record is queued again with its stamp. */
+  #use(record: ExecutionRecord): void {
+    record.used = ++this.#clock;
+    if (record.evictable) this.#enqueue(record);
+  }
+
+  /** Queues `record` for eviction once it became evictable (no permit, not starting). */
+  #becameEvictable(record: ExecutionRecord): void {
+    if (record.evictable || record.permitHeld || record.phase === "starting") return;
+    record.evictable = true;
+    if (this.#records.get(record.keyId) === record) this.#enqueue(record);
+  }
+
+  #enqueue(record: ExecutionRecord): void {
+    const queue = this.#evictionQueue;
+    if (queue.length >= 2 * this.#records.size + 64) {
+      // More stale entries than records: rebuild from the retained evictable records.
+      queue.length = 0;
+      for (const retained of this.#records.values()) {
+        if (retained.evictable && retained !== record) {
+          queue.push({ used: retained.used, record: retained });
+        }
+      }
+      for (let i = (queue.length >> 1) - 1; i >= 0; i--) siftDown(queue, i);
+    }
+    queue.push({ used: record.used, record });
+    siftUp(queue, queue.length - 1);
+  }
+
+  /**
+   * Takes the least recently used evictable record off the queue (the caller evicts it), its
+   * stale entries dropped on the way; undefined when no record is evictable.
+   */
+  #leastRecentlyUsedEvictable(): ExecutionRecord | undefined {
+    const queue = this.#evictionQueue;
+    while (queue.length > 0) {
+      const { used, record } = queue[0];
+      this.#examined++;
+      const last = queue.pop()!;
+      if (queue.length > 0) {
+        queue[0] = last;
+        siftDown(queue, 0);
+      }
+      if (record.used === used && this.#records.get(record.keyId) === record) return record;
+    }
+    return undefined;
   }
 
   /**
@@ -210,9 +287,12 @@ export class ExecutionLedger {
       unlinkLifetime: undefined,
       admittedAt: performance.now(),
       span: undefined,
+      used: 0,
+      evictable: false,
     };
     meter.admitted++;
     this.#records.set(key.id, record);
+    this.#use(record);
     this.#permits.set(operation, inUse + 1);
     this.#permitsChanged();
     return record;
@@ -227,6 +307,7 @@ export class ExecutionLedger {
     record.outcome = outcome;
     record.phase = phase;
     record.ready?.resolve();
+    this.#becameEvictable(record);
   }
 
   /** Releases the record's permit, if it holds one. */
@@ -236,6 +317,7 @@ export class ExecutionLedger {
     const count = this.#permits.get(record.operation)! - 1;
     if (count < 0) throw new Error("Execution admission permit count became negative");
     this.#permits.set(record.operation, count);
+    this.#becameEvictable(record);
     this.#permitsChanged();
   }
 
@@ -311,13 +393,8 @@ export class ExecutionLedger {
   /** Evicts least-recently-used evictable records until one more fits; false when none can go. */
   #makeRoom(): boolean {
     while (this.#records.size >= this.#maxRetained) {
-      let victim: ExecutionRecord | undefined;
-      for (const record of this.#records.values()) {
-        if (!record.permitHeld && record.phase !== "starting") {
-          victim = record;
-          break;
-        }
-      }
+      // The first evictable record in recency order, without walking past the running ones.
+      const victim = this.#leastRecentlyUsedEvictable();
       if (victim === undefined) return false;
       this.#records.delete(victim.keyId);
       this.unlink(victim);
@@ -353,10 +430,40 @@ export class ExecutionLedger {
       unlinkLifetime: undefined,
       admittedAt: 0,
       span: undefined,
+      used: 0,
+      evictable: true,
     };
     this.#records.set(key.id, record);
+    this.#use(record);
     return record;
   }
+}
+
+/** Moves `queue[index]` up to its place in the min-heap by `used`. */
+function siftUp(queue: EvictionEntry[], index: number): void {
+  const entry = queue[index];
+  while (index > 0) {
+    const parent = (index - 1) >> 1;
+    if (queue[parent].used <= entry.used) break;
+    queue[index] = queue[parent];
+    index = parent;
+  }
+  queue[index] = entry;
+}
+
+/** Moves `queue[index]` down to its place in the min-heap by `used`. */
+function siftDown(queue: EvictionEntry[], index: number): void {
+  const entry = queue[index];
+  const length = queue.length;
+  for (;;) {
+    let child = 2 * index + 1;
+    if (child >= length) break;
+    if (child + 1 < length && queue[child + 1].used < queue[child].used) child++;
+    if (queue[child].used >= entry.used) break;
+    queue[index] = queue[child];
+    index = child;
+  }
+  queue[index] = entry;
 }
 
 const FORWARD: Readonly<Record<string, ReadonlySet<string>>> = {

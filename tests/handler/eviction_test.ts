@@ -1,0 +1,123 @@
+// The execution ledger's eviction (src/handler/_ledger.ts) while many executions run: making
+// room examines the evictable records only, so an admission into a full ledger costs the same
+// with 1,000 running executions as with none (issue 20, latency under load), and the victim is
+// still the least recently used evictable record.
+import { assertEquals } from "@std/assert";
+import {
+  ToolAccepted,
+  ToolError,
+  ToolExecutionKey,
+  ToolExecutionStatus,
+  ToolResult,
+} from "../../mod.ts";
+import { ExecutionLedger, type ExecutionRecord } from "../../src/handler/_ledger.ts";
+
+const DONE = new ToolResult({ status: "succeeded", outputs: {} });
+const COMPLETED = new ToolExecutionStatus({ phase: "completed" });
+const UNKNOWN = {
+  code: "FORGE_ENDPOINT_EXECUTOR_FAILED",
+  message: "gone",
+  retryable: false,
+} as const;
+
+function key(invocationId: string): ToolExecutionKey {
+  return new ToolExecutionKey({ invocationId, attemptId: "attempt-1" });
+}
+
+function admitted(ledger: ExecutionLedger, invocationId: string): ExecutionRecord {
+  const record = ledger.admit(key(invocationId), "move", 1_000_000, `request-${invocationId}`);
+  if (record instanceof ToolError) throw new Error(`not admitted: ${record.message}`);
+  return record;
+}
+
+/** Admits `invocationId` and leaves it running (accepted, permit held). */
+function running(ledger: ExecutionLedger, invocationId: string): ExecutionRecord {
+  const record = admitted(ledger, invocationId);
+  ledger.settle(record, new ToolAccepted(), "accepted");
+  return record;
+}
+
+/** Admits `invocationId` and finishes it through the provider's terminal report. */
+function finished(ledger: ExecutionLedger, invocationId: string): void {
+  running(ledger, invocationId);
+  ledger.recordTerminal(key(invocationId), "move", COMPLETED, DONE, false);
+}
+
+/** Records examined per admission into a full ledger, with `runningCount` executions running. */
+function examinedPerAdmission(runningCount: number): number {
+  const maxRetained = runningCount + 16;
+  const ledger = new ExecutionLedger(["move"], maxRetained, () => {});
+  for (let i = 0; i < runningCount; i++) running(ledger, `run-${i}`);
+  for (let i = 0; i < 16; i++) finished(ledger, `warm-${i}`);
+  assertEquals(ledger.size, maxRetained);
+  const before = ledger.examined;
+  for (let i = 0; i < 200; i++) finished(ledger, `next-${i}`);
+  assertEquals([ledger.size, ledger.permits.get("move")], [maxRetained, runningCount]);
+  return (ledger.examined - before) / 200;
+}
+
+Deno.test("ledger eviction: an admission into a full ledger examines one record, however many run", () => {
+  assertEquals(examinedPerAdmission(0), 1);
+  assertEquals(examinedPerAdmission(10), 1);
+  assertEquals(examinedPerAdmission(1000), 1);
+});
+
+Deno.test("ledger eviction: the victim is the least recently used evictable record", () => {
+  const ledger = new ExecutionLedger(["move"], 4, () => {});
+  const a = running(ledger, "a"); // used first, ends later without being used again
+  finished(ledger, "b");
+  running(ledger, "c");
+  finished(ledger, "d");
+  // a's permit is released by the handler's own convergence: no use, so a stays oldest.
+  ledger.convergeUnknown(a, UNKNOWN);
+  ledger.settle(a, a.result!, "terminal");
+  ledger.find(key("b"), "move"); // b used again: d is now older than b
+  finished(ledger, "e"); // evicts a
+  assertEquals(
+    [...ledger.records()].map((record) => record.keyId),
+    ["c", "d", "b", "e"].map(
+      (id) => key(id).id,
+    ),
+  );
+  finished(ledger, "f"); // c runs: evicts d
+  finished(ledger, "g"); // evicts b
+  assertEquals(
+    [...ledger.records()].map((record) => record.keyId),
+    ["c", "e", "f", "g"].map(
+      (id) => key(id).id,
+    ),
+  );
+  assertEquals(ledger.examined > 0, true);
+});
+
+Deno.test("ledger eviction: a full ledger of running records refuses, and admits once one ends", () => {
+  const ledger = new ExecutionLedger(["move"], 3, () => {});
+  running(ledger, "a");
+  const b = running(ledger, "b");
+  running(ledger, "c");
+  const refused = ledger.admit(key("d"), "move", 10, "request-d");
+  assertEquals(refused instanceof ToolError ? refused.code : "admitted", "FORGE_ENDPOINT_CAPACITY");
+  ledger.recordTerminal(key("b"), "move", COMPLETED, DONE, false);
+  assertEquals(b.phase, "terminal");
+  running(ledger, "d");
+  assertEquals(
+    [...ledger.records()].map((record) => record.keyId),
+    ["a", "c", "d"].map(
+      (id) => key(id).id,
+    ),
+  );
+});
+
+Deno.test("ledger eviction: 10,000 uses of finished records leave making room a bounded cost", () => {
+  const ledger = new ExecutionLedger(["move"], 8, () => {});
+  for (let i = 0; i < 8; i++) finished(ledger, `k-${i}`);
+  for (let round = 0; round < 10_000; round++) ledger.find(key(`k-${round % 8}`), "move");
+  const before = ledger.examined;
+  finished(ledger, "next"); // evicts the least recently used: k-0 (10,000 % 8 = 0 used first)
+  // Each use queues a fresh entry; stale ones are dropped at the top, and the queue is rebuilt
+  // past 2 × records + 64, so what this eviction examines stays under that, not 10,000.
+  const examined = ledger.examined - before;
+  assertEquals(examined >= 1 && examined <= 2 * 8 + 64, true, `examined ${examined}`);
+  assertEquals(ledger.get(key("k-0").id), undefined);
+  assertEquals(ledger.size, 8);
+});
