@@ -8,6 +8,7 @@
  */
 export {
   ToolGateway,
+  type ToolGatewayConnectOptions,
   type ToolGatewayOptions,
   type ToolGatewayRouteSender,
   type ToolGatewayStats,

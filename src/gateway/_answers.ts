@@ -53,6 +53,24 @@ export function replacedError(instanceId: string, current: EndpointRegistryRecor
   });
 }
 
+/**
+ * What an endpoint answers for an execution key it does not know (the `defineEndpoint`
+ * providers' answer, `FORGE_ENDPOINT_EXECUTION_NOT_FOUND`): the gateway answers a stranger the
+ * same, so a caller cannot learn that another caller's key exists.
+ */
+export const NOT_FOUND_ERROR: ToolError = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_EXECUTION_NOT_FOUND,
+  message: "no execution with this key is known here: it was never started or it was forgotten",
+  retryable: false,
+});
+
+/** The rejection of an invoke that reuses another caller's execution key. */
+export const OWNED_ERROR: ToolError = new ToolError({
+  code: ToolErrorCodes.DEDUP_CONFLICT,
+  message: "the execution key is already in use by another caller",
+  retryable: false,
+});
+
 /** Delivers answers and events to callers, counts them, and logs what the router drops. */
 export class GatewayAnswers {
   readonly #logger: ToolLogger;
@@ -104,6 +122,45 @@ export class GatewayAnswers {
         );
     }
     this.deliver(caller, answer);
+  }
+
+  /**
+   * Answers a status, result or control request as an endpoint answers one for a key it does not
+   * know (status: `tool.error`; result: `not_found`; control: `rejected`), counted `refused`.
+   */
+  notFound(caller: Caller, request: ToolEnvelope): void {
+    this.#stats.refused += 1;
+    let answer: ToolEnvelope;
+    switch (request.messageType) {
+      case "tool.result.request":
+        answer = makeResultResponseEnvelope(
+          new ToolResultResponse({ status: "not_found" }),
+          request,
+        );
+        break;
+      case "tool.control.request":
+        answer = makeControlResponseEnvelope(
+          new ToolControlResponse({
+            command: controlRequestFromPayload(request.payload).command,
+            status: "rejected",
+            error: NOT_FOUND_ERROR,
+          }),
+          request,
+        );
+        break;
+      default:
+        answer = makeErrorResponseEnvelope(NOT_FOUND_ERROR, request);
+    }
+    this.deliver(caller, answer);
+  }
+
+  /** Rejects an invoke that reuses another caller's execution key (counted `refused`). */
+  owned(caller: Caller, request: ToolEnvelope): void {
+    this.#stats.refused += 1;
+    this.deliver(
+      caller,
+      makeInvokeResponseEnvelope(OWNED_ERROR, request),
+    );
   }
 
   /** Answers `request` with a retryable `FORGE_ENDPOINT_CAPACITY` error. */

@@ -72,8 +72,15 @@ export class ExchangeRouter {
   }
 
   /** A new caller (see `ToolGateway.connect`). */
-  addCaller(): Caller {
-    const caller: Caller = { deliver: undefined, closed: false };
+  addCaller(callerId: string | undefined): Caller {
+    const caller: Caller = {
+      deliver: undefined,
+      closed: false,
+      callerId,
+      get identity() {
+        return callerId ?? caller;
+      },
+    };
     this.#callers.add(caller);
     return caller;
   }
@@ -101,11 +108,22 @@ export class ExchangeRouter {
     }
     const key = executionKey(endpointId, request.invocationId, request.attemptId);
     const record = this.#executions.get(key);
+    const invoke = request.messageType === "tool.invoke.request";
+    // Ownership first: a stranger learns nothing, not even that the key exists or was replaced.
+    if (record !== undefined && record.owner !== caller.identity) {
+      if (invoke) this.#answers.owned(caller, request);
+      else this.#answers.notFound(caller, request);
+      return;
+    }
+    if (record === undefined && !invoke) {
+      // Not invoked through this gateway, or forgotten (maxExecutions): nobody's to read.
+      this.#answers.notFound(caller, request);
+      return;
+    }
     if (record?.unknown !== undefined) {
       this.#answers.unknown(caller, request, record.unknown);
       return;
     }
-    const invoke = request.messageType === "tool.invoke.request";
     const current = registry.lookup(endpointId);
     const target = (invoke ? undefined : record?.instanceId) ?? request.endpointInstanceId ??
       current?.endpointInstanceId;
@@ -138,6 +156,7 @@ export class ExchangeRouter {
         this.#remember(key, {
           routeId,
           instanceId: target,
+          owner: caller.identity,
           caller: record?.caller,
           unknown: error,
           finished: true,
@@ -229,6 +248,7 @@ export class ExchangeRouter {
       this.#remember(key, {
         routeId,
         instanceId: target,
+        owner: caller.identity,
         caller,
         unknown: undefined,
         finished: false,

@@ -27,9 +27,20 @@ import { GatewayAnswers, unavailableError } from "./_answers.ts";
 import { ExchangeRouter } from "./_exchanges.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
 import { RegistryHost } from "./_registry_host.ts";
-import type { ToolGatewayOptions, ToolGatewayRouteSender, ToolGatewayStats } from "./options.ts";
+import { isBlank } from "../_internal/text.ts";
+import type {
+  ToolGatewayConnectOptions,
+  ToolGatewayOptions,
+  ToolGatewayRouteSender,
+  ToolGatewayStats,
+} from "./options.ts";
 
-export type { ToolGatewayOptions, ToolGatewayRouteSender, ToolGatewayStats } from "./options.ts";
+export type {
+  ToolGatewayConnectOptions,
+  ToolGatewayOptions,
+  ToolGatewayRouteSender,
+  ToolGatewayStats,
+} from "./options.ts";
 export { describe as describeEnvelope } from "./_records.ts";
 
 const CREATE_GATEWAY = "create a ToolGateway";
@@ -61,6 +72,9 @@ class FramedMessage {
  *   instance the caller pinned, or else the current one; forwards a copy with a request id of its
  *   own; and returns the provider's answer with the caller's headers restored. Events go to the
  *   caller that invoked the execution.
+ * - **Ownership:** an execution belongs to the caller that invoked it (see
+ *   {@linkcode ToolGateway.connect}); a stranger's status, result, cancel or stop is answered as
+ *   for a key nobody knows, and its invoke with that key is refused, never forwarded.
  * - **No current instance:** a correlated `tool.error` `FORGE_ENDPOINT_UNAVAILABLE`, retryable.
  * - **Instance replaced** (another process start registered on the route): every exchange waiting
  *   on the old instance, and every later request for an execution it ran, is answered with the
@@ -123,6 +137,7 @@ export class ToolGateway {
     unknown: 0,
     management: 0,
     dropped: 0,
+    refused: 0,
   };
   #closed = false;
 
@@ -336,9 +351,30 @@ export class ToolGateway {
    * A new caller: a {@linkcode ToolClientTransport} whose requests are routed by endpoint id
    * and whose `connect` callback receives the answers to its own requests and the events of the
    * executions it invoked.
+   *
+   * **Ownership.** An execution belongs to the caller that invoked it: without a `callerId`, to
+   * this handle alone; with one, to every handle connected with the same `callerId` (a caller
+   * that reconnects, or an HTTP caller whose token names it). Another caller's status, result,
+   * cancel or stop gets what an endpoint answers for a key it does not know
+   * (`FORGE_ENDPOINT_EXECUTION_NOT_FOUND`: a `tool.error` for status, `not_found` for result,
+   * `rejected` for control), so it cannot learn that the key exists; its invoke with that key is
+   * answered `rejected` with `FORGE_PROTOCOL_DEDUP_CONFLICT` and is not forwarded. A repeated
+   * invoke by the owner (any handle of its `callerId`) is forwarded as a duplicate, and the
+   * execution's events go to that handle from then on. A status, result or control for a key the
+   * gateway did not route an invoke for (or has forgotten, see `maxExecutions`) is answered as
+   * not found too.
    */
-  connect(): ToolClientTransport {
-    const caller = this.#exchanges.addCaller();
+  connect(options: ToolGatewayConnectOptions = {}): ToolClientTransport {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(optionMessage("connect a caller", "options", "an object", options));
+    }
+    const callerId = options.callerId;
+    if (callerId !== undefined && (typeof callerId !== "string" || isBlank(callerId))) {
+      throw new TypeError(
+        optionMessage("connect a caller", "callerId", "a non-blank string", callerId),
+      );
+    }
+    const caller = this.#exchanges.addCaller(callerId);
     return {
       send: (request) => this.#exchanges.send(caller, request),
       connect: (deliver) => {

@@ -109,4 +109,21 @@ export interface ToolGatewayStats {
   readonly management: number;
   /** Provider messages dropped: undecodable, on an unknown route, forged, stale or late. */
   readonly dropped: number;
+  /**
+   * Requests the gateway answered itself because their execution is not the caller's (or was
+   * not routed here): not-found answers and `FORGE_PROTOCOL_DEDUP_CONFLICT` invoke rejections.
+   */
+  readonly refused: number;
+}
+
+/** Options of {@linkcode ToolGateway.connect}. */
+export interface ToolGatewayConnectOptions {
+  /**
+   * The caller's identity: every handle connected with the same `callerId` shares the executions
+   * any of them invoked. Without one, the handle is its own identity (nobody else can read its
+   * executions, and they are nobody's once it closes).
+   *
+   * @default {undefined}
+   */
+  readonly callerId?: string;
 }
