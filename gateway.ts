@@ -7,9 +7,12 @@
  * @module
  */
 export {
+  type GatewayRegistryEvent,
+  type GatewayRegistryEventsOptions,
   ToolGateway,
   type ToolGatewayConnectOptions,
   type ToolGatewayOptions,
   type ToolGatewayRouteSender,
   type ToolGatewayStats,
+  type ToolGatewayWaitOptions,
 } from "./src/gateway/gateway.ts";

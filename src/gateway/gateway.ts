@@ -27,6 +27,13 @@ import { GatewayAnswers, unavailableError } from "./_answers.ts";
 import { ExchangeRouter } from "./_exchanges.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
 import { RegistryHost } from "./_registry_host.ts";
+import type { EndpointRegistryRecord } from "../node/registry.ts";
+import { type ToolGatewayWaitOptions, waitForEndpoint } from "./_discovery.ts";
+import {
+  type GatewayRegistryEvent,
+  type GatewayRegistryEventsOptions,
+  RegistryEventStream,
+} from "./_registry_events.ts";
 import { isBlank } from "../_internal/text.ts";
 import type {
   ToolGatewayConnectOptions,
@@ -42,8 +49,11 @@ export type {
   ToolGatewayStats,
 } from "./options.ts";
 export { describe as describeEnvelope } from "./_records.ts";
+export type { ToolGatewayWaitOptions } from "./_discovery.ts";
+export type { GatewayRegistryEvent, GatewayRegistryEventsOptions } from "./_registry_events.ts";
 
 const CREATE_GATEWAY = "create a ToolGateway";
+const REGISTRY_EVENTS = "iterate the Registry events";
 
 const DEFAULT_LOGGER: ToolLogger = warningsAndErrors(consoleLogger);
 
@@ -92,8 +102,8 @@ class FramedMessage {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolContext, ToolExecutionKey } from "@forge/tool";
- * import { makeStatusRequestEnvelope, type ToolEnvelope } from "@forge/tool/wire";
+ * import { ToolContext, ToolExecutionKey, ToolRequest } from "@forge/tool";
+ * import { makeInvokeRequestEnvelope, type ToolEnvelope } from "@forge/tool/wire";
  * import { ToolGateway } from "@forge/tool/gateway";
  *
  * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
@@ -109,7 +119,10 @@ class FramedMessage {
  * });
  * // Nothing registered on the route yet: a retryable FORGE_ENDPOINT_UNAVAILABLE answer.
  * await caller.send(
- *   makeStatusRequestEnvelope(context, { requestId: "status-1", endpointInstanceId: undefined }),
+ *   makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, {
+ *     requestId: "invoke-1",
+ *     endpointInstanceId: undefined,
+ *   }),
  * );
  * assertEquals(answers[0].messageType, "tool.error");
  * assertEquals(answers[0].payload.error, {
@@ -129,6 +142,7 @@ export class ToolGateway {
   readonly #exchanges: ExchangeRouter;
   readonly #answers: GatewayAnswers;
   readonly #maxMessageBytes: number | undefined;
+  readonly #clock: NodeClock;
   readonly #stats: GatewayCounters = {
     forwarded: 0,
     answered: 0,
@@ -189,6 +203,7 @@ export class ToolGateway {
     );
     positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
     this.#maxMessageBytes = options.maxMessageBytes;
+    this.#clock = clock;
     const logger = optionalFunction<ToolLogger>(CREATE_GATEWAY, "logger", options.logger) ??
       DEFAULT_LOGGER;
     const answers = new GatewayAnswers(logger, this.#stats);
@@ -250,6 +265,101 @@ export class ToolGateway {
     const record = this.#host.registry.lookup(endpointId);
     if (record !== undefined) return record.endpointInstanceId;
     throw new ToolCallError(unavailableError(endpointId), "error");
+  }
+
+  /**
+   * Resolves with the Registry record of `endpointId` once it has a current registration (at
+   * once when it has one). Rejects with a retryable `FORGE_ENDPOINT_UNAVAILABLE`
+   * {@linkcode ToolCallError} when `timeoutMs` passes first (its message names the endpoint and
+   * the timeout) or the gateway closes, and with the signal's reason when `signal` aborts. Leaves
+   * no timer or watcher behind ({@linkcode ToolGateway.registryWatchers}).
+   *
+   * @example
+   * ```ts
+   * import { assertEquals, assertRejects } from "@std/assert";
+   * import { ToolCallError } from "@forge/tool";
+   * import { ToolGateway } from "@forge/tool/gateway";
+   *
+   * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
+   * const error = await assertRejects(
+   *   () => gateway.waitFor("vision.yolo", { timeoutMs: 1 }),
+   *   ToolCallError,
+   * );
+   * assertEquals(error.error.code, "FORGE_ENDPOINT_UNAVAILABLE");
+   * assertEquals(error.retryable, true);
+   * assertEquals(gateway.registryWatchers, 0);
+   * await gateway.close();
+   * ```
+   */
+  waitFor(endpointId: string, options?: ToolGatewayWaitOptions): Promise<EndpointRegistryRecord> {
+    return waitForEndpoint(
+      {
+        registry: this.#host.registry,
+        clock: this.#clock,
+        watch: (watcher) => this.#host.watch(watcher),
+        closed: () => this.#closed,
+      },
+      endpointId,
+      options,
+    );
+  }
+
+  /**
+   * Calls `listener` with every later Registry change (see {@linkcode GatewayRegistryEvent}:
+   * registered, replaced, unregistered, expired, and state changes the current instance
+   * reports), synchronously, in order. A throwing listener is logged (`gateway.watcher_failed`)
+   * and stays subscribed. Returns the function that unsubscribes it.
+   */
+  watchRegistry(listener: (event: GatewayRegistryEvent) => void): () => void {
+    if (typeof listener !== "function") {
+      throw new TypeError(optionMessage("watch the Registry", "listener", "a function", listener));
+    }
+    return this.#host.watch({ event: listener, close: () => {} });
+  }
+
+  /**
+   * The later Registry changes as an async iterator, bounded: when the consumer falls
+   * `maxBuffered` records behind, the oldest are dropped and the next record it reads is one
+   * `{ kind: "gap", dropped }`. It ends when `signal` aborts, the consumer breaks out
+   * (`return()`), or the gateway closes; each releases its watcher.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { ToolGateway } from "@forge/tool/gateway";
+   *
+   * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
+   * const events = gateway.registryEvents();
+   * assertEquals(gateway.registryWatchers, 1);
+   * await gateway.close();
+   * assertEquals(await events.next(), { value: undefined, done: true });
+   * assertEquals(gateway.registryWatchers, 0);
+   * ```
+   */
+  registryEvents(
+    options: GatewayRegistryEventsOptions = {},
+  ): AsyncIterableIterator<GatewayRegistryEvent> {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(optionMessage(REGISTRY_EVENTS, "options", "an object", options));
+    }
+    const max = positiveIntegerOption(
+      REGISTRY_EVENTS,
+      "maxBuffered",
+      options.maxBuffered ?? undefined,
+      256,
+    );
+    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+      throw new TypeError(
+        optionMessage(REGISTRY_EVENTS, "signal", "an AbortSignal", options.signal),
+      );
+    }
+    const stream = new RegistryEventStream(max, options.signal);
+    return stream.start(this.#host.watch(stream));
+  }
+
+  /** How many Registry watchers are subscribed: listeners, iterators and pending `waitFor`s. */
+  get registryWatchers(): number {
+    return this.#host.watchers;
   }
 
   /**
