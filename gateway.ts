@@ -16,3 +16,8 @@ export {
   type ToolGatewayStats,
   type ToolGatewayWaitOptions,
 } from "./src/gateway/gateway.ts";
+export {
+  type GatewayMetrics,
+  gatewayMetrics,
+  type GatewayMetricsOptions,
+} from "./src/gateway/metrics.ts";

@@ -84,6 +84,7 @@ export class GatewayAnswers {
   /** Answers `request` with a `FORGE_ENDPOINT_UNAVAILABLE` error (counted `unavailable`). */
   unavailable(caller: Caller, request: ToolEnvelope, message: string, retryable = true): void {
     this.#stats.unavailable += 1;
+    this.#reject(ToolErrorCodes.ENDPOINT_UNAVAILABLE);
     this.deliver(
       caller,
       makeErrorResponseEnvelope(unavailableError(request.endpointId, message, retryable), request),
@@ -93,6 +94,7 @@ export class GatewayAnswers {
   /** The `unknown` outcome in the answer type of `request`. */
   unknown(caller: Caller, request: ToolEnvelope, error: ToolError): void {
     this.#stats.unknown += 1;
+    this.#reject(error.code);
     const result = new ToolResult({ status: "unknown", error });
     let answer: ToolEnvelope;
     switch (request.messageType) {
@@ -130,6 +132,7 @@ export class GatewayAnswers {
    */
   notFound(caller: Caller, request: ToolEnvelope): void {
     this.#stats.refused += 1;
+    this.#reject(NOT_FOUND_ERROR.code);
     let answer: ToolEnvelope;
     switch (request.messageType) {
       case "tool.result.request":
@@ -157,6 +160,7 @@ export class GatewayAnswers {
   /** Rejects an invoke that reuses another caller's execution key (counted `refused`). */
   owned(caller: Caller, request: ToolEnvelope): void {
     this.#stats.refused += 1;
+    this.#reject(OWNED_ERROR.code);
     this.deliver(
       caller,
       makeInvokeResponseEnvelope(OWNED_ERROR, request),
@@ -171,6 +175,7 @@ export class GatewayAnswers {
     details: Record<string, unknown>,
   ): void {
     this.#stats.unavailable += 1;
+    this.#reject(ToolErrorCodes.ENDPOINT_CAPACITY);
     this.deliver(
       caller,
       makeErrorResponseEnvelope(
@@ -183,6 +188,13 @@ export class GatewayAnswers {
         request,
       ),
     );
+  }
+
+  /** How many answers the gateway made itself, by error code. */
+  readonly rejections = new Map<string, number>();
+
+  #reject(code: string): void {
+    this.rejections.set(code, (this.rejections.get(code) ?? 0) + 1);
   }
 
   /** Hands `message` to `caller`; a caller gone or a throwing callback is logged, never thrown. */

@@ -57,6 +57,8 @@ export class ExchangeRouter {
   readonly #pendingOnRoute = new Map<string, number>();
   readonly #executions = new Map<string, ExecutionRecord>();
   readonly #callers = new Set<Caller>();
+  /** Told the request type and latency (ms) of every answered exchange. */
+  readonly latency = new Set<(messageType: string, ms: number) => void>();
   #exchangeNumber = 0;
   #closed = false;
 
@@ -69,6 +71,15 @@ export class ExchangeRouter {
   /** Forwarded requests still waiting for their provider's answer. */
   get pendingExchanges(): number {
     return this.#pending.size;
+  }
+
+  /** Remembered executions not known to be over. */
+  get openExecutions(): number {
+    let open = 0;
+    for (const record of this.#executions.values()) {
+      if (!record.finished && record.unknown === undefined) open += 1;
+    }
+    return open;
   }
 
   /** A new caller (see `ToolGateway.connect`). */
@@ -242,6 +253,7 @@ export class ExchangeRouter {
       routeId,
       instanceId: target,
       timer,
+      startedAtMs: clock.now(),
     });
     this.#pendingOnRoute.set(routeId, pendingOnRoute + 1);
     if (invoke) {
@@ -379,6 +391,8 @@ export class ExchangeRouter {
       return;
     }
     this.#settle(response.requestId!, exchange);
+    const ms = this.#parts.clock.now() - exchange.startedAtMs;
+    for (const listener of this.latency) listener(exchange.request.messageType, ms);
     if (answerEndsExecution(response)) {
       const request = exchange.request;
       const record = this.#executions.get(

@@ -50,6 +50,8 @@ export interface PendingExchange {
   readonly routeId: string;
   readonly instanceId: string;
   readonly timer: unknown;
+  /** When it was forwarded (the gateway's clock, ms). */
+  readonly startedAtMs: number;
 }
 
 /** An execution the gateway routed an invoke for. */

@@ -16,9 +16,9 @@
  */
 import type { EndpointStatus } from "../endpoint/models.ts";
 import { consoleLogger, type ToolLogger, warningsAndErrors } from "../endpoint/log.ts";
-import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
+import type { NodeClock } from "../node/clock.ts";
 import type { EndpointRegistry } from "../node/registry.ts";
-import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { checkTypedEnvelope } from "../wire/validate.ts";
 import type { ToolClientTransport } from "../client/transport.ts";
@@ -27,6 +27,7 @@ import { GatewayAnswers, unavailableError } from "./_answers.ts";
 import { ExchangeRouter } from "./_exchanges.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
 import { RegistryHost } from "./_registry_host.ts";
+import { FramedMessage, RouteFraming } from "./_framing.ts";
 import type { EndpointRegistryRecord } from "../node/registry.ts";
 import { type ToolGatewayWaitOptions, waitForEndpoint } from "./_discovery.ts";
 import {
@@ -35,11 +36,12 @@ import {
   RegistryEventStream,
 } from "./_registry_events.ts";
 import { isBlank } from "../_internal/text.ts";
-import type {
-  ToolGatewayConnectOptions,
-  ToolGatewayOptions,
-  ToolGatewayRouteSender,
-  ToolGatewayStats,
+import {
+  checkGatewayOptions,
+  type ToolGatewayConnectOptions,
+  type ToolGatewayOptions,
+  type ToolGatewayRouteSender,
+  type ToolGatewayStats,
 } from "./options.ts";
 
 export type {
@@ -49,25 +51,15 @@ export type {
   ToolGatewayStats,
 } from "./options.ts";
 export { describe as describeEnvelope } from "./_records.ts";
+export { attachFramedRoute, receiveFramed } from "./_framing.ts";
 export type { ToolGatewayWaitOptions } from "./_discovery.ts";
 export type { GatewayRegistryEvent, GatewayRegistryEventsOptions } from "./_registry_events.ts";
 
-const CREATE_GATEWAY = "create a ToolGateway";
 const REGISTRY_EVENTS = "iterate the Registry events";
 
 const DEFAULT_LOGGER: ToolLogger = warningsAndErrors(consoleLogger);
 
 const unframed = (envelope: ToolEnvelope): ToolEnvelope => envelope;
-
-// The module-private tokens of attachFramedRoute and receiveFramed (the hidden third arguments of
-// attachRoute and receive): nothing outside this module can build one, so a route attached or a
-// message received through the public methods is always an envelope, validated on receipt.
-class RouteFraming {
-  constructor(readonly frame: (envelope: ToolEnvelope, maxMessageBytes?: number) => unknown) {}
-}
-class FramedMessage {
-  constructor(readonly decode: (maxMessageBytes?: number) => ToolEnvelope) {}
-}
 
 /**
  * A Gateway router: the {@linkcode EndpointRegistry} of its provider routes, and the routing of
@@ -160,52 +152,11 @@ export class ToolGateway {
    * revision 0. Nothing is sent until a route is attached and a provider registers.
    */
   constructor(options: ToolGatewayOptions) {
-    if (options === null || typeof options !== "object") {
-      throw new TypeError(optionMessage(CREATE_GATEWAY, "options", "an object", options));
-    }
-    const clock: NodeClock = options.clock ?? SYSTEM_CLOCK;
-    if (
-      typeof clock?.now !== "function" || typeof clock.setTimeout !== "function" ||
-      typeof clock.clearTimeout !== "function"
-    ) {
-      throw new TypeError(
-        optionMessage(
-          CREATE_GATEWAY,
-          "clock",
-          "an object with now(), setTimeout() and clearTimeout()",
-          clock,
-        ),
-      );
-    }
-    const exchangeTimeoutMs = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "exchangeTimeoutMs",
-      options.exchangeTimeoutMs ?? undefined,
-      60_000,
-    );
-    const maxPending = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "maxPendingExchanges",
-      options.maxPendingExchanges ?? undefined,
-      1024,
-    );
-    const maxPendingPerEndpoint = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "maxPendingExchangesPerEndpoint",
-      options.maxPendingExchangesPerEndpoint ?? undefined,
-      256,
-    );
-    const maxExecutions = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "maxExecutions",
-      options.maxExecutions ?? undefined,
-      4096,
-    );
-    positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
+    const { clock, exchangeTimeoutMs, maxPending, maxPendingPerEndpoint, maxExecutions } =
+      checkGatewayOptions(options);
     this.#maxMessageBytes = options.maxMessageBytes;
     this.#clock = clock;
-    const logger = optionalFunction<ToolLogger>(CREATE_GATEWAY, "logger", options.logger) ??
-      DEFAULT_LOGGER;
+    const logger = options.logger ?? DEFAULT_LOGGER;
     const answers = new GatewayAnswers(logger, this.#stats);
     this.#answers = answers;
     this.#host = new RegistryHost({
@@ -249,6 +200,16 @@ export class ToolGateway {
   /** Forwarded requests still waiting for their provider's answer. */
   get pendingExchanges(): number {
     return this.#exchanges.pendingExchanges;
+  }
+
+  /** Routed executions the gateway remembers that are not known to be over. */
+  get openExecutions(): number {
+    return this.#exchanges.openExecutions;
+  }
+
+  /** How many answers the gateway made itself (no provider asked), by error code. */
+  get rejections(): Readonly<Record<string, number>> {
+    return Object.freeze(Object.fromEntries(this.#answers.rejections));
   }
 
   /** The last `endpoint.status` the current instance of `endpointId` reported, if any. */
@@ -355,6 +316,22 @@ export class ToolGateway {
     }
     const stream = new RegistryEventStream(max, options.signal);
     return stream.start(this.#host.watch(stream));
+  }
+
+  /**
+   * Calls `listener` with the request type (`tool.invoke.request`, ...) and the latency (ms, on
+   * the gateway's clock) of every exchange a provider answered; returns the unsubscribe function.
+   * What `gatewayMetrics` observes.
+   */
+  watchExchanges(listener: (requestType: string, ms: number) => void): () => void {
+    if (typeof listener !== "function") {
+      throw new TypeError(optionMessage("watch exchanges", "listener", "a function", listener));
+    }
+    const latency = this.#exchanges.latency;
+    latency.add(listener);
+    return () => {
+      latency.delete(listener);
+    };
   }
 
   /** How many Registry watchers are subscribed: listeners, iterators and pending `waitFor`s. */
@@ -518,53 +495,4 @@ export class ToolGateway {
     this.#links.clear();
     return Promise.resolve();
   }
-}
-
-/** `attachRoute` with its hidden third argument (see RouteFraming). */
-type FramedAttach = (
-  routeId: string,
-  send: (frame: never) => void | Promise<void>,
-  framing: RouteFraming,
-) => () => void;
-
-/** `receive` with its hidden third argument (see FramedMessage). */
-type FramedReceive = (routeId: string, envelope: undefined, framed: FramedMessage) => void;
-
-/**
- * @internal {@linkcode ToolGateway.attachRoute} for a transport edge that frames the route's
- * messages: `frame` encodes each envelope once (with the gateway's `maxMessageBytes`; a
- * `ToolProtocolError` from it answers the caller, and nothing is sent), `send` carries the
- * frame. Never exported from the package's entry points.
- */
-export function attachFramedRoute<T>(
-  gateway: ToolGateway,
-  routeId: string,
-  frame: (envelope: ToolEnvelope, maxMessageBytes?: number) => T,
-  send: (frame: T) => void | Promise<void>,
-): () => void {
-  return (gateway.attachRoute as unknown as FramedAttach).call(
-    gateway,
-    routeId,
-    send as (frame: never) => void | Promise<void>,
-    new RouteFraming(frame),
-  );
-}
-
-/**
- * @internal {@linkcode ToolGateway.receive} of a framed message: `decode` decodes and validates
- * it (given the gateway's `maxMessageBytes`); what it throws drops the message as undecodable.
- * The router does not validate the envelope a second time. Never exported from the package's
- * entry points.
- */
-export function receiveFramed(
-  gateway: ToolGateway,
-  routeId: string,
-  decode: (maxMessageBytes?: number) => ToolEnvelope,
-): void {
-  (gateway.receive as unknown as FramedReceive).call(
-    gateway,
-    routeId,
-    undefined,
-    new FramedMessage(decode),
-  );
 }
