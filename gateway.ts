@@ -7,8 +7,17 @@
  * @module
  */
 export {
+  type GatewayRegistryEvent,
+  type GatewayRegistryEventsOptions,
   ToolGateway,
+  type ToolGatewayConnectOptions,
   type ToolGatewayOptions,
   type ToolGatewayRouteSender,
   type ToolGatewayStats,
+  type ToolGatewayWaitOptions,
 } from "./src/gateway/gateway.ts";
+export {
+  type GatewayMetrics,
+  gatewayMetrics,
+  type GatewayMetricsOptions,
+} from "./src/gateway/metrics.ts";

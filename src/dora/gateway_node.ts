@@ -37,7 +37,9 @@ export interface ToolGatewayNodeOptions {
   readonly routes?: Readonly<Record<string, { readonly input?: string; readonly output?: string }>>;
   /**
    * Dora callers: input id -> output id. Requests (IPC bytes) arriving on the input are routed
-   * like an in-process caller's; their answers and events leave on the output.
+   * like an in-process caller's; their answers and events leave on the output. Each caller input
+   * is one caller of the gateway (its own `connect()` handle): it owns the executions it invokes,
+   * and another input's status, result, cancel or stop of them is answered as not found.
    */
   readonly callers?: Readonly<Record<string, string>>;
   /**

@@ -53,6 +53,24 @@ export function replacedError(instanceId: string, current: EndpointRegistryRecor
   });
 }
 
+/**
+ * What an endpoint answers for an execution key it does not know (the `defineEndpoint`
+ * providers' answer, `FORGE_ENDPOINT_EXECUTION_NOT_FOUND`): the gateway answers a stranger the
+ * same, so a caller cannot learn that another caller's key exists.
+ */
+export const NOT_FOUND_ERROR: ToolError = new ToolError({
+  code: ToolErrorCodes.ENDPOINT_EXECUTION_NOT_FOUND,
+  message: "no execution with this key is known here: it was never started or it was forgotten",
+  retryable: false,
+});
+
+/** The rejection of an invoke that reuses another caller's execution key. */
+export const OWNED_ERROR: ToolError = new ToolError({
+  code: ToolErrorCodes.DEDUP_CONFLICT,
+  message: "the execution key is already in use by another caller",
+  retryable: false,
+});
+
 /** Delivers answers and events to callers, counts them, and logs what the router drops. */
 export class GatewayAnswers {
   readonly #logger: ToolLogger;
@@ -66,6 +84,7 @@ export class GatewayAnswers {
   /** Answers `request` with a `FORGE_ENDPOINT_UNAVAILABLE` error (counted `unavailable`). */
   unavailable(caller: Caller, request: ToolEnvelope, message: string, retryable = true): void {
     this.#stats.unavailable += 1;
+    this.#reject(ToolErrorCodes.ENDPOINT_UNAVAILABLE);
     this.deliver(
       caller,
       makeErrorResponseEnvelope(unavailableError(request.endpointId, message, retryable), request),
@@ -75,6 +94,7 @@ export class GatewayAnswers {
   /** The `unknown` outcome in the answer type of `request`. */
   unknown(caller: Caller, request: ToolEnvelope, error: ToolError): void {
     this.#stats.unknown += 1;
+    this.#reject(error.code);
     const result = new ToolResult({ status: "unknown", error });
     let answer: ToolEnvelope;
     switch (request.messageType) {
@@ -106,6 +126,47 @@ export class GatewayAnswers {
     this.deliver(caller, answer);
   }
 
+  /**
+   * Answers a status, result or control request as an endpoint answers one for a key it does not
+   * know (status: `tool.error`; result: `not_found`; control: `rejected`), counted `refused`.
+   */
+  notFound(caller: Caller, request: ToolEnvelope): void {
+    this.#stats.refused += 1;
+    this.#reject(NOT_FOUND_ERROR.code);
+    let answer: ToolEnvelope;
+    switch (request.messageType) {
+      case "tool.result.request":
+        answer = makeResultResponseEnvelope(
+          new ToolResultResponse({ status: "not_found" }),
+          request,
+        );
+        break;
+      case "tool.control.request":
+        answer = makeControlResponseEnvelope(
+          new ToolControlResponse({
+            command: controlRequestFromPayload(request.payload).command,
+            status: "rejected",
+            error: NOT_FOUND_ERROR,
+          }),
+          request,
+        );
+        break;
+      default:
+        answer = makeErrorResponseEnvelope(NOT_FOUND_ERROR, request);
+    }
+    this.deliver(caller, answer);
+  }
+
+  /** Rejects an invoke that reuses another caller's execution key (counted `refused`). */
+  owned(caller: Caller, request: ToolEnvelope): void {
+    this.#stats.refused += 1;
+    this.#reject(OWNED_ERROR.code);
+    this.deliver(
+      caller,
+      makeInvokeResponseEnvelope(OWNED_ERROR, request),
+    );
+  }
+
   /** Answers `request` with a retryable `FORGE_ENDPOINT_CAPACITY` error. */
   capacity(
     caller: Caller,
@@ -114,6 +175,7 @@ export class GatewayAnswers {
     details: Record<string, unknown>,
   ): void {
     this.#stats.unavailable += 1;
+    this.#reject(ToolErrorCodes.ENDPOINT_CAPACITY);
     this.deliver(
       caller,
       makeErrorResponseEnvelope(
@@ -126,6 +188,13 @@ export class GatewayAnswers {
         request,
       ),
     );
+  }
+
+  /** How many answers the gateway made itself, by error code. */
+  readonly rejections = new Map<string, number>();
+
+  #reject(code: string): void {
+    this.rejections.set(code, (this.rejections.get(code) ?? 0) + 1);
   }
 
   /** Hands `message` to `caller`; a caller gone or a throwing callback is logged, never thrown. */

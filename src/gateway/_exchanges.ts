@@ -57,6 +57,8 @@ export class ExchangeRouter {
   readonly #pendingOnRoute = new Map<string, number>();
   readonly #executions = new Map<string, ExecutionRecord>();
   readonly #callers = new Set<Caller>();
+  /** Told the request type and latency (ms) of every answered exchange. */
+  readonly latency = new Set<(messageType: string, ms: number) => void>();
   #exchangeNumber = 0;
   #closed = false;
 
@@ -71,9 +73,25 @@ export class ExchangeRouter {
     return this.#pending.size;
   }
 
+  /** Remembered executions not known to be over. */
+  get openExecutions(): number {
+    let open = 0;
+    for (const record of this.#executions.values()) {
+      if (!record.finished && record.unknown === undefined) open += 1;
+    }
+    return open;
+  }
+
   /** A new caller (see `ToolGateway.connect`). */
-  addCaller(): Caller {
-    const caller: Caller = { deliver: undefined, closed: false };
+  addCaller(callerId: string | undefined): Caller {
+    const caller: Caller = {
+      deliver: undefined,
+      closed: false,
+      callerId,
+      get identity() {
+        return callerId ?? caller;
+      },
+    };
     this.#callers.add(caller);
     return caller;
   }
@@ -101,11 +119,22 @@ export class ExchangeRouter {
     }
     const key = executionKey(endpointId, request.invocationId, request.attemptId);
     const record = this.#executions.get(key);
+    const invoke = request.messageType === "tool.invoke.request";
+    // Ownership first: a stranger learns nothing, not even that the key exists or was replaced.
+    if (record !== undefined && record.owner !== caller.identity) {
+      if (invoke) this.#answers.owned(caller, request);
+      else this.#answers.notFound(caller, request);
+      return;
+    }
+    if (record === undefined && !invoke) {
+      // Not invoked through this gateway, or forgotten (maxExecutions): nobody's to read.
+      this.#answers.notFound(caller, request);
+      return;
+    }
     if (record?.unknown !== undefined) {
       this.#answers.unknown(caller, request, record.unknown);
       return;
     }
-    const invoke = request.messageType === "tool.invoke.request";
     const current = registry.lookup(endpointId);
     const target = (invoke ? undefined : record?.instanceId) ?? request.endpointInstanceId ??
       current?.endpointInstanceId;
@@ -138,6 +167,7 @@ export class ExchangeRouter {
         this.#remember(key, {
           routeId,
           instanceId: target,
+          owner: caller.identity,
           caller: record?.caller,
           unknown: error,
           finished: true,
@@ -223,12 +253,14 @@ export class ExchangeRouter {
       routeId,
       instanceId: target,
       timer,
+      startedAtMs: clock.now(),
     });
     this.#pendingOnRoute.set(routeId, pendingOnRoute + 1);
     if (invoke) {
       this.#remember(key, {
         routeId,
         instanceId: target,
+        owner: caller.identity,
         caller,
         unknown: undefined,
         finished: false,
@@ -359,6 +391,8 @@ export class ExchangeRouter {
       return;
     }
     this.#settle(response.requestId!, exchange);
+    const ms = this.#parts.clock.now() - exchange.startedAtMs;
+    for (const listener of this.latency) listener(exchange.request.messageType, ms);
     if (answerEndsExecution(response)) {
       const request = exchange.request;
       const record = this.#executions.get(

@@ -21,6 +21,13 @@ export const EXECUTION_REQUESTS: ReadonlySet<string> = new Set<string>([
 export interface Caller {
   deliver: ((message: ToolEnvelope) => void) | undefined;
   closed: boolean;
+  /**
+   * Who owns the executions this caller invokes: its `callerId` when it gave one (every handle of
+   * that id shares them), else the caller itself (its handle alone).
+   */
+  readonly identity: unknown;
+  /** The `callerId` it connected with, if any. */
+  readonly callerId: string | undefined;
 }
 
 /**
@@ -43,12 +50,17 @@ export interface PendingExchange {
   readonly routeId: string;
   readonly instanceId: string;
   readonly timer: unknown;
+  /** When it was forwarded (the gateway's clock, ms). */
+  readonly startedAtMs: number;
 }
 
 /** An execution the gateway routed an invoke for. */
 export interface ExecutionRecord {
   readonly routeId: string;
   readonly instanceId: string;
+  /** The identity of the caller that invoked it (see `Caller.identity`): only it may read it. */
+  readonly owner: unknown;
+  /** Where its events go: the owner's handle that invoked it last, until that handle closes. */
   caller: Caller | undefined;
   /** Set once the instance was replaced: the outcome every later request gets. */
   unknown: ToolError | undefined;
@@ -68,6 +80,7 @@ export interface GatewayCounters {
   unknown: number;
   management: number;
   dropped: number;
+  refused: number;
 }
 
 /** Event types that end an execution. */

@@ -14,6 +14,12 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { endpointStatusFromEnvelope } from "../wire/management_payloads.ts";
 import type { GatewayAnswers } from "./_answers.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
+import {
+  changeEvent,
+  type GatewayRegistryEvent,
+  type RegistryWatcher,
+  stateEvent,
+} from "./_registry_events.ts";
 
 /** What {@linkcode RegistryHost} needs from the rest of the gateway. */
 export interface RegistryHostParts {
@@ -33,6 +39,7 @@ export class RegistryHost {
   readonly registry: EndpointRegistry;
   readonly #parts: RegistryHostParts;
   readonly #health = new Map<string, EndpointStatus>();
+  readonly #watchers = new Set<RegistryWatcher>();
   #leaseTimer: unknown = undefined;
   #closed = false;
 
@@ -51,6 +58,23 @@ export class RegistryHost {
   endpointStatus(endpointId: string): EndpointStatus | undefined {
     this.registry.expire();
     return this.#health.get(endpointId);
+  }
+
+  /** How many watchers (listeners, iterators, `waitFor` calls) are subscribed. */
+  get watchers(): number {
+    return this.#watchers.size;
+  }
+
+  /** Subscribes `watcher` to every later change; returns the unsubscribe function. */
+  watch(watcher: RegistryWatcher): () => void {
+    if (this.#closed) {
+      watcher.close();
+      return () => {};
+    }
+    this.#watchers.add(watcher);
+    return () => {
+      this.#watchers.delete(watcher);
+    };
   }
 
   /** An `endpoint.register` or `endpoint.unregister` from `routeId`: decided, answered there. */
@@ -98,7 +122,12 @@ export class RegistryHost {
       );
       return;
     }
-    this.#health.set(endpointId, endpointStatusFromEnvelope(envelope));
+    const status = endpointStatusFromEnvelope(envelope);
+    const before = this.#health.get(endpointId);
+    this.#health.set(endpointId, status);
+    if (before?.state !== status.state) {
+      this.#publish(stateEvent(status, envelope.endpointInstanceId!, this.registry.revision));
+    }
   }
 
   /** Clears the lease timer; later Registry changes arm none. */
@@ -106,12 +135,34 @@ export class RegistryHost {
     this.#closed = true;
     if (this.#leaseTimer !== undefined) this.#parts.clock.clearTimeout(this.#leaseTimer);
     this.#leaseTimer = undefined;
+    const watchers = [...this.#watchers];
+    this.#watchers.clear();
+    for (const watcher of watchers) watcher.close();
   }
 
   #onRegistryChange(change: EndpointRegistryChange): void {
     this.#health.delete(change.record.endpointId);
     this.#armLeaseTimer();
     this.#parts.onChange(change);
+    this.#publish(changeEvent(change));
+  }
+
+  /** Hands `event` to every watcher; a throwing one is logged (`gateway.watcher_failed`). */
+  #publish(event: GatewayRegistryEvent): void {
+    for (const watcher of [...this.#watchers]) {
+      try {
+        watcher.event(event);
+      } catch (error) {
+        this.#parts.answers.log(
+          "error",
+          "gateway.watcher_failed",
+          `a Registry watcher threw on ${event.kind} of '${
+            "endpoint_id" in event ? event.endpoint_id : ""
+          }': ${error}`,
+          error,
+        );
+      }
+    }
   }
 
   #armLeaseTimer(): void {

@@ -16,9 +16,9 @@
  */
 import type { EndpointStatus } from "../endpoint/models.ts";
 import { consoleLogger, type ToolLogger, warningsAndErrors } from "../endpoint/log.ts";
-import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
+import type { NodeClock } from "../node/clock.ts";
 import type { EndpointRegistry } from "../node/registry.ts";
-import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { checkTypedEnvelope } from "../wire/validate.ts";
 import type { ToolClientTransport } from "../client/transport.ts";
@@ -27,26 +27,39 @@ import { GatewayAnswers, unavailableError } from "./_answers.ts";
 import { ExchangeRouter } from "./_exchanges.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
 import { RegistryHost } from "./_registry_host.ts";
-import type { ToolGatewayOptions, ToolGatewayRouteSender, ToolGatewayStats } from "./options.ts";
+import { FramedMessage, RouteFraming } from "./_framing.ts";
+import type { EndpointRegistryRecord } from "../node/registry.ts";
+import { type ToolGatewayWaitOptions, waitForEndpoint } from "./_discovery.ts";
+import {
+  type GatewayRegistryEvent,
+  type GatewayRegistryEventsOptions,
+  RegistryEventStream,
+} from "./_registry_events.ts";
+import { isBlank } from "../_internal/text.ts";
+import {
+  checkGatewayOptions,
+  type ToolGatewayConnectOptions,
+  type ToolGatewayOptions,
+  type ToolGatewayRouteSender,
+  type ToolGatewayStats,
+} from "./options.ts";
 
-export type { ToolGatewayOptions, ToolGatewayRouteSender, ToolGatewayStats } from "./options.ts";
+export type {
+  ToolGatewayConnectOptions,
+  ToolGatewayOptions,
+  ToolGatewayRouteSender,
+  ToolGatewayStats,
+} from "./options.ts";
 export { describe as describeEnvelope } from "./_records.ts";
+export { attachFramedRoute, receiveFramed } from "./_framing.ts";
+export type { ToolGatewayWaitOptions } from "./_discovery.ts";
+export type { GatewayRegistryEvent, GatewayRegistryEventsOptions } from "./_registry_events.ts";
 
-const CREATE_GATEWAY = "create a ToolGateway";
+const REGISTRY_EVENTS = "iterate the Registry events";
 
 const DEFAULT_LOGGER: ToolLogger = warningsAndErrors(consoleLogger);
 
 const unframed = (envelope: ToolEnvelope): ToolEnvelope => envelope;
-
-// The module-private tokens of attachFramedRoute and receiveFramed (the hidden third arguments of
-// attachRoute and receive): nothing outside this module can build one, so a route attached or a
-// message received through the public methods is always an envelope, validated on receipt.
-class RouteFraming {
-  constructor(readonly frame: (envelope: ToolEnvelope, maxMessageBytes?: number) => unknown) {}
-}
-class FramedMessage {
-  constructor(readonly decode: (maxMessageBytes?: number) => ToolEnvelope) {}
-}
 
 /**
  * A Gateway router: the {@linkcode EndpointRegistry} of its provider routes, and the routing of
@@ -61,6 +74,9 @@ class FramedMessage {
  *   instance the caller pinned, or else the current one; forwards a copy with a request id of its
  *   own; and returns the provider's answer with the caller's headers restored. Events go to the
  *   caller that invoked the execution.
+ * - **Ownership:** an execution belongs to the caller that invoked it (see
+ *   {@linkcode ToolGateway.connect}); a stranger's status, result, cancel or stop is answered as
+ *   for a key nobody knows, and its invoke with that key is refused, never forwarded.
  * - **No current instance:** a correlated `tool.error` `FORGE_ENDPOINT_UNAVAILABLE`, retryable.
  * - **Instance replaced** (another process start registered on the route): every exchange waiting
  *   on the old instance, and every later request for an execution it ran, is answered with the
@@ -78,8 +94,8 @@ class FramedMessage {
  * @example
  * ```ts
  * import { assertEquals } from "@std/assert";
- * import { ToolContext, ToolExecutionKey } from "@forge/tool";
- * import { makeStatusRequestEnvelope, type ToolEnvelope } from "@forge/tool/wire";
+ * import { ToolContext, ToolExecutionKey, ToolRequest } from "@forge/tool";
+ * import { makeInvokeRequestEnvelope, type ToolEnvelope } from "@forge/tool/wire";
  * import { ToolGateway } from "@forge/tool/gateway";
  *
  * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
@@ -95,7 +111,10 @@ class FramedMessage {
  * });
  * // Nothing registered on the route yet: a retryable FORGE_ENDPOINT_UNAVAILABLE answer.
  * await caller.send(
- *   makeStatusRequestEnvelope(context, { requestId: "status-1", endpointInstanceId: undefined }),
+ *   makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, {
+ *     requestId: "invoke-1",
+ *     endpointInstanceId: undefined,
+ *   }),
  * );
  * assertEquals(answers[0].messageType, "tool.error");
  * assertEquals(answers[0].payload.error, {
@@ -115,6 +134,7 @@ export class ToolGateway {
   readonly #exchanges: ExchangeRouter;
   readonly #answers: GatewayAnswers;
   readonly #maxMessageBytes: number | undefined;
+  readonly #clock: NodeClock;
   readonly #stats: GatewayCounters = {
     forwarded: 0,
     answered: 0,
@@ -123,6 +143,7 @@ export class ToolGateway {
     unknown: 0,
     management: 0,
     dropped: 0,
+    refused: 0,
   };
   #closed = false;
 
@@ -131,51 +152,11 @@ export class ToolGateway {
    * revision 0. Nothing is sent until a route is attached and a provider registers.
    */
   constructor(options: ToolGatewayOptions) {
-    if (options === null || typeof options !== "object") {
-      throw new TypeError(optionMessage(CREATE_GATEWAY, "options", "an object", options));
-    }
-    const clock: NodeClock = options.clock ?? SYSTEM_CLOCK;
-    if (
-      typeof clock?.now !== "function" || typeof clock.setTimeout !== "function" ||
-      typeof clock.clearTimeout !== "function"
-    ) {
-      throw new TypeError(
-        optionMessage(
-          CREATE_GATEWAY,
-          "clock",
-          "an object with now(), setTimeout() and clearTimeout()",
-          clock,
-        ),
-      );
-    }
-    const exchangeTimeoutMs = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "exchangeTimeoutMs",
-      options.exchangeTimeoutMs ?? undefined,
-      60_000,
-    );
-    const maxPending = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "maxPendingExchanges",
-      options.maxPendingExchanges ?? undefined,
-      1024,
-    );
-    const maxPendingPerEndpoint = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "maxPendingExchangesPerEndpoint",
-      options.maxPendingExchangesPerEndpoint ?? undefined,
-      256,
-    );
-    const maxExecutions = positiveIntegerOption(
-      CREATE_GATEWAY,
-      "maxExecutions",
-      options.maxExecutions ?? undefined,
-      4096,
-    );
-    positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
+    const { clock, exchangeTimeoutMs, maxPending, maxPendingPerEndpoint, maxExecutions } =
+      checkGatewayOptions(options);
     this.#maxMessageBytes = options.maxMessageBytes;
-    const logger = optionalFunction<ToolLogger>(CREATE_GATEWAY, "logger", options.logger) ??
-      DEFAULT_LOGGER;
+    this.#clock = clock;
+    const logger = options.logger ?? DEFAULT_LOGGER;
     const answers = new GatewayAnswers(logger, this.#stats);
     this.#answers = answers;
     this.#host = new RegistryHost({
@@ -221,6 +202,16 @@ export class ToolGateway {
     return this.#exchanges.pendingExchanges;
   }
 
+  /** Routed executions the gateway remembers that are not known to be over. */
+  get openExecutions(): number {
+    return this.#exchanges.openExecutions;
+  }
+
+  /** How many answers the gateway made itself (no provider asked), by error code. */
+  get rejections(): Readonly<Record<string, number>> {
+    return Object.freeze(Object.fromEntries(this.#answers.rejections));
+  }
+
   /** The last `endpoint.status` the current instance of `endpointId` reported, if any. */
   endpointStatus(endpointId: string): EndpointStatus | undefined {
     return this.#host.endpointStatus(endpointId);
@@ -235,6 +226,117 @@ export class ToolGateway {
     const record = this.#host.registry.lookup(endpointId);
     if (record !== undefined) return record.endpointInstanceId;
     throw new ToolCallError(unavailableError(endpointId), "error");
+  }
+
+  /**
+   * Resolves with the Registry record of `endpointId` once it has a current registration (at
+   * once when it has one). Rejects with a retryable `FORGE_ENDPOINT_UNAVAILABLE`
+   * {@linkcode ToolCallError} when `timeoutMs` passes first (its message names the endpoint and
+   * the timeout) or the gateway closes, and with the signal's reason when `signal` aborts. Leaves
+   * no timer or watcher behind ({@linkcode ToolGateway.registryWatchers}).
+   *
+   * @example
+   * ```ts
+   * import { assertEquals, assertRejects } from "@std/assert";
+   * import { ToolCallError } from "@forge/tool";
+   * import { ToolGateway } from "@forge/tool/gateway";
+   *
+   * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
+   * const error = await assertRejects(
+   *   () => gateway.waitFor("vision.yolo", { timeoutMs: 1 }),
+   *   ToolCallError,
+   * );
+   * assertEquals(error.error.code, "FORGE_ENDPOINT_UNAVAILABLE");
+   * assertEquals(error.retryable, true);
+   * assertEquals(gateway.registryWatchers, 0);
+   * await gateway.close();
+   * ```
+   */
+  waitFor(endpointId: string, options?: ToolGatewayWaitOptions): Promise<EndpointRegistryRecord> {
+    return waitForEndpoint(
+      {
+        registry: this.#host.registry,
+        clock: this.#clock,
+        watch: (watcher) => this.#host.watch(watcher),
+        closed: () => this.#closed,
+      },
+      endpointId,
+      options,
+    );
+  }
+
+  /**
+   * Calls `listener` with every later Registry change (see {@linkcode GatewayRegistryEvent}:
+   * registered, replaced, unregistered, expired, and state changes the current instance
+   * reports), synchronously, in order. A throwing listener is logged (`gateway.watcher_failed`)
+   * and stays subscribed. Returns the function that unsubscribes it.
+   */
+  watchRegistry(listener: (event: GatewayRegistryEvent) => void): () => void {
+    if (typeof listener !== "function") {
+      throw new TypeError(optionMessage("watch the Registry", "listener", "a function", listener));
+    }
+    return this.#host.watch({ event: listener, close: () => {} });
+  }
+
+  /**
+   * The later Registry changes as an async iterator, bounded: when the consumer falls
+   * `maxBuffered` records behind, the oldest are dropped and the next record it reads is one
+   * `{ kind: "gap", dropped }`. It ends when `signal` aborts, the consumer breaks out
+   * (`return()`), or the gateway closes; each releases its watcher.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { ToolGateway } from "@forge/tool/gateway";
+   *
+   * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
+   * const events = gateway.registryEvents();
+   * assertEquals(gateway.registryWatchers, 1);
+   * await gateway.close();
+   * assertEquals(await events.next(), { value: undefined, done: true });
+   * assertEquals(gateway.registryWatchers, 0);
+   * ```
+   */
+  registryEvents(
+    options: GatewayRegistryEventsOptions = {},
+  ): AsyncIterableIterator<GatewayRegistryEvent> {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(optionMessage(REGISTRY_EVENTS, "options", "an object", options));
+    }
+    const max = positiveIntegerOption(
+      REGISTRY_EVENTS,
+      "maxBuffered",
+      options.maxBuffered ?? undefined,
+      256,
+    );
+    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+      throw new TypeError(
+        optionMessage(REGISTRY_EVENTS, "signal", "an AbortSignal", options.signal),
+      );
+    }
+    const stream = new RegistryEventStream(max, options.signal);
+    return stream.start(this.#host.watch(stream));
+  }
+
+  /**
+   * Calls `listener` with the request type (`tool.invoke.request`, ...) and the latency (ms, on
+   * the gateway's clock) of every exchange a provider answered; returns the unsubscribe function.
+   * What `gatewayMetrics` observes.
+   */
+  watchExchanges(listener: (requestType: string, ms: number) => void): () => void {
+    if (typeof listener !== "function") {
+      throw new TypeError(optionMessage("watch exchanges", "listener", "a function", listener));
+    }
+    const latency = this.#exchanges.latency;
+    latency.add(listener);
+    return () => {
+      latency.delete(listener);
+    };
+  }
+
+  /** How many Registry watchers are subscribed: listeners, iterators and pending `waitFor`s. */
+  get registryWatchers(): number {
+    return this.#host.watchers;
   }
 
   /**
@@ -336,9 +438,30 @@ export class ToolGateway {
    * A new caller: a {@linkcode ToolClientTransport} whose requests are routed by endpoint id
    * and whose `connect` callback receives the answers to its own requests and the events of the
    * executions it invoked.
+   *
+   * **Ownership.** An execution belongs to the caller that invoked it: without a `callerId`, to
+   * this handle alone; with one, to every handle connected with the same `callerId` (a caller
+   * that reconnects, or an HTTP caller whose token names it). Another caller's status, result,
+   * cancel or stop gets what an endpoint answers for a key it does not know
+   * (`FORGE_ENDPOINT_EXECUTION_NOT_FOUND`: a `tool.error` for status, `not_found` for result,
+   * `rejected` for control), so it cannot learn that the key exists; its invoke with that key is
+   * answered `rejected` with `FORGE_PROTOCOL_DEDUP_CONFLICT` and is not forwarded. A repeated
+   * invoke by the owner (any handle of its `callerId`) is forwarded as a duplicate, and the
+   * execution's events go to that handle from then on. A status, result or control for a key the
+   * gateway did not route an invoke for (or has forgotten, see `maxExecutions`) is answered as
+   * not found too.
    */
-  connect(): ToolClientTransport {
-    const caller = this.#exchanges.addCaller();
+  connect(options: ToolGatewayConnectOptions = {}): ToolClientTransport {
+    if (options === null || typeof options !== "object") {
+      throw new TypeError(optionMessage("connect a caller", "options", "an object", options));
+    }
+    const callerId = options.callerId;
+    if (callerId !== undefined && (typeof callerId !== "string" || isBlank(callerId))) {
+      throw new TypeError(
+        optionMessage("connect a caller", "callerId", "a non-blank string", callerId),
+      );
+    }
+    const caller = this.#exchanges.addCaller(callerId);
     return {
       send: (request) => this.#exchanges.send(caller, request),
       connect: (deliver) => {
@@ -372,53 +495,4 @@ export class ToolGateway {
     this.#links.clear();
     return Promise.resolve();
   }
-}
-
-/** `attachRoute` with its hidden third argument (see RouteFraming). */
-type FramedAttach = (
-  routeId: string,
-  send: (frame: never) => void | Promise<void>,
-  framing: RouteFraming,
-) => () => void;
-
-/** `receive` with its hidden third argument (see FramedMessage). */
-type FramedReceive = (routeId: string, envelope: undefined, framed: FramedMessage) => void;
-
-/**
- * @internal {@linkcode ToolGateway.attachRoute} for a transport edge that frames the route's
- * messages: `frame` encodes each envelope once (with the gateway's `maxMessageBytes`; a
- * `ToolProtocolError` from it answers the caller, and nothing is sent), `send` carries the
- * frame. Never exported from the package's entry points.
- */
-export function attachFramedRoute<T>(
-  gateway: ToolGateway,
-  routeId: string,
-  frame: (envelope: ToolEnvelope, maxMessageBytes?: number) => T,
-  send: (frame: T) => void | Promise<void>,
-): () => void {
-  return (gateway.attachRoute as unknown as FramedAttach).call(
-    gateway,
-    routeId,
-    send as (frame: never) => void | Promise<void>,
-    new RouteFraming(frame),
-  );
-}
-
-/**
- * @internal {@linkcode ToolGateway.receive} of a framed message: `decode` decodes and validates
- * it (given the gateway's `maxMessageBytes`); what it throws drops the message as undecodable.
- * The router does not validate the envelope a second time. Never exported from the package's
- * entry points.
- */
-export function receiveFramed(
-  gateway: ToolGateway,
-  routeId: string,
-  decode: (maxMessageBytes?: number) => ToolEnvelope,
-): void {
-  (gateway.receive as unknown as FramedReceive).call(
-    gateway,
-    routeId,
-    undefined,
-    new FramedMessage(decode),
-  );
 }

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { NodeClock } from "../node/clock.ts";
+import { type NodeClock, SYSTEM_CLOCK } from "../node/clock.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import type { ToolLogger } from "../endpoint/log.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 // deno-lint-ignore no-unused-vars
@@ -109,4 +110,77 @@ export interface ToolGatewayStats {
   readonly management: number;
   /** Provider messages dropped: undecodable, on an unknown route, forged, stale or late. */
   readonly dropped: number;
+  /**
+   * Requests the gateway answered itself because their execution is not the caller's (or was
+   * not routed here): not-found answers and `FORGE_PROTOCOL_DEDUP_CONFLICT` invoke rejections.
+   */
+  readonly refused: number;
+}
+
+/** Options of {@linkcode ToolGateway.connect}. */
+export interface ToolGatewayConnectOptions {
+  /**
+   * The caller's identity: every handle connected with the same `callerId` shares the executions
+   * any of them invoked. Without one, the handle is its own identity (nobody else can read its
+   * executions, and they are nobody's once it closes).
+   *
+   * @default {undefined}
+   */
+  readonly callerId?: string;
+}
+
+const CREATE_GATEWAY = "create a ToolGateway";
+
+/** The checked settings of {@linkcode ToolGatewayOptions} (option errors show the value). */
+export function checkGatewayOptions(options: ToolGatewayOptions): {
+  clock: NodeClock;
+  exchangeTimeoutMs: number;
+  maxPending: number;
+  maxPendingPerEndpoint: number;
+  maxExecutions: number;
+} {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(optionMessage(CREATE_GATEWAY, "options", "an object", options));
+  }
+  const clock: NodeClock = options.clock ?? SYSTEM_CLOCK;
+  if (
+    typeof clock?.now !== "function" || typeof clock.setTimeout !== "function" ||
+    typeof clock.clearTimeout !== "function"
+  ) {
+    throw new TypeError(
+      optionMessage(
+        CREATE_GATEWAY,
+        "clock",
+        "an object with now(), setTimeout() and clearTimeout()",
+        clock,
+      ),
+    );
+  }
+  const exchangeTimeoutMs = positiveIntegerOption(
+    CREATE_GATEWAY,
+    "exchangeTimeoutMs",
+    options.exchangeTimeoutMs ?? undefined,
+    60_000,
+  );
+  const maxPending = positiveIntegerOption(
+    CREATE_GATEWAY,
+    "maxPendingExchanges",
+    options.maxPendingExchanges ?? undefined,
+    1024,
+  );
+  const maxPendingPerEndpoint = positiveIntegerOption(
+    CREATE_GATEWAY,
+    "maxPendingExchangesPerEndpoint",
+    options.maxPendingExchangesPerEndpoint ?? undefined,
+    256,
+  );
+  const maxExecutions = positiveIntegerOption(
+    CREATE_GATEWAY,
+    "maxExecutions",
+    options.maxExecutions ?? undefined,
+    4096,
+  );
+  positiveIntegerOption(CREATE_GATEWAY, "maxMessageBytes", options.maxMessageBytes, 0);
+  optionalFunction<ToolLogger>(CREATE_GATEWAY, "logger", options.logger);
+  return { clock, exchangeTimeoutMs, maxPending, maxPendingPerEndpoint, maxExecutions };
 }
