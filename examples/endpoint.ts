@@ -42,10 +42,16 @@ export function demoEndpoint(stepMs = 20, logger?: ToolLogger): ToolEndpointDefi
       // A detector that "sees" the classes it is asked for.
       detect: defineQuery(
         {
+          description: "Detects objects of the given classes in the camera image (Query).",
           maxConcurrency: 4,
           arguments: jsonSchema<{ classes?: string[] }>({
             type: "object",
             properties: { classes: { type: "array", items: { type: "string" } } },
+          }),
+          outputs: jsonSchema({
+            type: "object",
+            properties: { objects: { type: "array" } },
+            required: ["objects"],
           }),
         },
         ({ classes = [] }) => ({
@@ -57,20 +63,36 @@ export function demoEndpoint(stepMs = 20, logger?: ToolLogger): ToolEndpointDefi
         }),
       ),
       // The arm moves in ten steps; a cancel stops it where it is.
-      move: defineAction(async (args, { signal, progress }) => {
-        await progress({ fraction: 0 });
-        for (let step = 1; step <= 10; step++) {
-          if (!(await sleep(stepMs, signal))) return { stoppedAt: (step - 1) / 10 };
-          await progress({ fraction: step / 10 });
-        }
-        return { pose: args.target ?? null };
-      }),
+      move: defineAction(
+        {
+          description:
+            "Moves the arm to `target` in ten steps with progress; cancel stops it (Action).",
+          arguments: jsonSchema<{ target?: string }>({
+            type: "object",
+            properties: { target: { type: "string" } },
+          }),
+        },
+        async (args, { signal, progress }) => {
+          await progress({ fraction: 0 });
+          for (let step = 1; step <= 10; step++) {
+            if (!(await sleep(stepMs, signal))) return { stoppedAt: (step - 1) / 10 };
+            await progress({ fraction: step / 10 });
+          }
+          return { pose: args.target ?? null };
+        },
+      ),
       // The policy ticks with heartbeats until it is stopped.
-      policy: defineSession(async (_args, { signal, emit }) => {
-        let ticks = 0;
-        while (await sleep(stepMs, signal)) await emit("heartbeat", { ticks: ++ticks });
-        return { ticks };
-      }),
+      policy: defineSession(
+        {
+          description: "Runs a policy with heartbeats until stopped (Session).",
+          arguments: jsonSchema({ type: "object", properties: { task: { type: "string" } } }),
+        },
+        async (_args, { signal, emit }) => {
+          let ticks = 0;
+          while (await sleep(stepMs, signal)) await emit("heartbeat", { ticks: ++ticks });
+          return { ticks };
+        },
+      ),
     },
   });
 }

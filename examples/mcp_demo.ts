@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { ToolEndpointHandler, ToolLogger } from "../mod.ts";
+import type { ToolEndpointDefinition, ToolEndpointHandler, ToolLogger } from "../mod.ts";
 import { ToolGateway } from "../gateway.ts";
 import {
   decodeToolEnvelopeIpc,
@@ -17,36 +17,33 @@ import {
 import type { McpToolMetadata } from "../mcp.ts";
 import { demoEndpoint } from "./endpoint.ts";
 
-/** What the MCP server shows of `robot.demo` beyond its descriptor. */
-export const demoMcpTools: Readonly<Record<string, Readonly<Record<string, McpToolMetadata>>>> = {
-  "robot.demo": {
-    detect: {
-      description: "Detects objects of the given classes in the camera image (Query).",
-      inputSchema: {
-        type: "object",
-        properties: { classes: { type: "array", items: { type: "string" } } },
-      },
-      outputSchema: {
-        type: "object",
-        properties: { objects: { type: "array" } },
-        required: ["objects"],
-      },
-    },
-    move: {
-      description:
-        "Moves the arm to `target` in ten steps with progress; cancel stops it (Action).",
-      inputSchema: { type: "object", properties: { target: { type: "string" } } },
-    },
-    policy: {
-      description: "Runs a policy with heartbeats until stopped (Session).",
-      inputSchema: { type: "object", properties: { task: { type: "string" } } },
-    },
-  },
-};
+/**
+ * What the MCP server shows of `robot.demo` beyond its descriptor, as the hand-written `tools`
+ * option (for `bench/mcp_bench.ts`): read from the definition's descriptions and schemas, so it
+ * says what `definitions: [demo.definition]` says. The demo and the tests pass `definitions`.
+ */
+export const demoMcpTools: Readonly<Record<string, Readonly<Record<string, McpToolMetadata>>>> =
+  toolsOf(demoEndpoint());
+
+function toolsOf(
+  definition: ToolEndpointDefinition,
+): Record<string, Record<string, McpToolMetadata>> {
+  const operations: Record<string, McpToolMetadata> = {};
+  for (const [name, operation] of Object.entries(definition.definitions)) {
+    operations[name] = {
+      description: operation.description,
+      inputSchema: operation.argumentsJsonSchema,
+      outputSchema: operation.outputsJsonSchema,
+    };
+  }
+  return { [definition.descriptor.endpointId]: operations };
+}
 
 /** A running demo gateway. */
 export interface DemoGateway {
   readonly gateway: ToolGateway;
+  /** The endpoint's definition, for the MCP server's `definitions` option. */
+  readonly definition: ToolEndpointDefinition;
   /** The endpoint's handler (its metrics show what reached the endpoint). */
   readonly handler: ToolEndpointHandler;
   /** Stops the endpoint node (it unregisters), then closes the gateway. */
@@ -75,7 +72,8 @@ export async function startDemoGateway(options: DemoGatewayOptions = {}): Promis
       gateway.receive("detector", decodeToolEnvelopeIpc(output.data));
     }
   })();
-  const handler = demoEndpoint(options.stepMs ?? 20, logger).createHandler({
+  const definition = demoEndpoint(options.stepMs ?? 20, logger);
+  const handler = definition.createHandler({
     endpointInstanceId: options.instanceId ?? "demo-instance-1",
     logger,
   });
@@ -90,6 +88,7 @@ export async function startDemoGateway(options: DemoGatewayOptions = {}): Promis
   }
   return {
     gateway,
+    definition,
     handler,
     async stop() {
       if (!flow.isClosed) await flow.stop().catch(() => undefined);

@@ -11,7 +11,7 @@ import process from "node:process";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { lineLogger } from "../mod.ts";
 import { createMcpServer } from "../mcp.ts";
-import { demoMcpTools, startDemoGateway } from "./mcp_demo.ts";
+import { startDemoGateway } from "./mcp_demo.ts";
 
 function stepMs(args: readonly string[]): number {
   const at = args.indexOf("--step-ms");
@@ -35,7 +35,11 @@ const demo = await startDemoGateway({
     if (record.level !== "debug") logger(record);
   },
 });
-const mcp = createMcpServer(demo.gateway, { callerId: "stdio", tools: demoMcpTools, logger });
+const mcp = createMcpServer(demo.gateway, {
+  callerId: "stdio",
+  definitions: [demo.definition],
+  logger,
+});
 const transport = new StdioServerTransport();
 let stopping = false;
 const stop = async () => {

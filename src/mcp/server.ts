@@ -25,6 +25,7 @@ import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 import { ToolGateway } from "../gateway/gateway.ts";
+import type { ToolEndpointDefinition } from "../provider/endpoint.ts";
 import { McpCaller } from "./_caller.ts";
 import { toolEntries, type ToolEntry } from "./_names.ts";
 import {
@@ -47,7 +48,19 @@ export interface McpToolMetadata {
 
 /** Options shared by {@linkcode createMcpServer} and `mcpHttpHandler`. */
 export interface McpServerSettings {
-  /** Descriptions and schemas by endpoint id, then operation name. @default {{}} */
+  /**
+   * Endpoints defined in this process (`defineEndpoint`): for the endpoint id of each, every
+   * operation's tool takes its `description`, `inputSchema` (`argumentsJsonSchema`) and
+   * `outputSchema` (`outputsJsonSchema`) from the definition, where it has them. A schema whose
+   * `type` is absent gets `type: "object"`; one of another type is not used (MCP schemas are
+   * object schemas). Two definitions of one endpoint id are refused. @default {[]}
+   */
+  readonly definitions?: readonly ToolEndpointDefinition[];
+  /**
+   * Descriptions and schemas by endpoint id, then operation name, written by hand: for endpoints
+   * defined elsewhere, or to override a definition. Field by field, what `tools` gives wins over
+   * what `definitions` give, which wins over the default. @default {{}}
+   */
   readonly tools?: Readonly<Record<string, Readonly<Record<string, McpToolMetadata>>>>;
   /** The most tasks one caller holds (working and finished). @default {256} */
   readonly maxTasks?: number;
@@ -118,7 +131,7 @@ export function checkSettings(action: string, options: McpServerSettings): Check
     throw new TypeError(optionMessage(action, "tools", "an object", tools));
   }
   return {
-    tools,
+    tools: withDefinitions(action, options.definitions, tools),
     maxTasks: positiveIntegerOption(action, "maxTasks", options.maxTasks, 256),
     retentionMs: positiveIntegerOption(action, "retentionMs", options.retentionMs, 3_600_000),
     pollIntervalMs: positiveIntegerOption(action, "pollIntervalMs", options.pollIntervalMs, 100),
@@ -130,6 +143,83 @@ export function checkSettings(action: string, options: McpServerSettings): Check
     serverInfo: options.serverInfo ?? { name: "forge-tool", version: "0.3.0" },
     logger: optionalFunction<ToolLogger>(action, "logger", options.logger) ?? consoleLogger,
   };
+}
+
+type ToolsMetadata = Readonly<Record<string, Readonly<Record<string, McpToolMetadata>>>>;
+
+/** `tools` completed from `definitions`, field by field (`tools` first). */
+function withDefinitions(
+  action: string,
+  definitions: unknown,
+  tools: ToolsMetadata,
+): ToolsMetadata {
+  if (definitions === undefined) return tools;
+  if (!Array.isArray(definitions)) {
+    throw new TypeError(
+      optionMessage(action, "definitions", "an array of endpoint definitions", definitions),
+    );
+  }
+  const merged: Record<string, Record<string, McpToolMetadata>> = {};
+  definitions.forEach((definition: unknown, index) => {
+    const candidate = definition as Partial<ToolEndpointDefinition> | null;
+    const endpointId = candidate?.descriptor?.endpointId;
+    if (
+      typeof candidate !== "object" || candidate === null || typeof endpointId !== "string" ||
+      typeof candidate.definitions !== "object" || candidate.definitions === null
+    ) {
+      throw new TypeError(
+        optionMessage(
+          action,
+          `definitions[${index}]`,
+          "a definition from defineEndpoint",
+          definition,
+        ),
+      );
+    }
+    if (Object.hasOwn(merged, endpointId)) {
+      throw new TypeError(
+        optionMessage(
+          action,
+          `definitions[${index}]`,
+          "a definition of an endpoint id no other definition has",
+          endpointId,
+        ),
+      );
+    }
+    const operations: Record<string, McpToolMetadata> = {};
+    for (const [name, operation] of Object.entries(candidate.definitions)) {
+      const inputSchema = objectSchema(operation?.argumentsJsonSchema);
+      const outputSchema = objectSchema(operation?.outputsJsonSchema);
+      operations[name] = {
+        ...(typeof operation?.description === "string"
+          ? { description: operation.description }
+          : {}),
+        ...(inputSchema === undefined ? {} : { inputSchema }),
+        ...(outputSchema === undefined ? {} : { outputSchema }),
+      };
+    }
+    merged[endpointId] = operations;
+  });
+  for (const [endpointId, operations] of Object.entries(tools)) {
+    const defined = merged[endpointId] ??= {};
+    for (const [name, meta] of Object.entries(operations ?? {})) {
+      const from = defined[name] ?? {};
+      defined[name] = {
+        description: meta?.description ?? from.description,
+        inputSchema: meta?.inputSchema ?? from.inputSchema,
+        outputSchema: meta?.outputSchema ?? from.outputSchema,
+      };
+    }
+  }
+  return merged;
+}
+
+/** A JSON Schema as an MCP object schema: `type: "object"` added when absent, else as it is. */
+function objectSchema(schema: unknown): Readonly<Record<string, unknown>> | undefined {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return undefined;
+  const type = (schema as { type?: unknown }).type;
+  if (type === undefined) return { type: "object", ...schema };
+  return type === "object" ? schema as Readonly<Record<string, unknown>> : undefined;
 }
 
 /** Checks a caller id option. */

@@ -1,6 +1,6 @@
 /**
  * The settings of one definition, read once from its options (semantics, `maxConcurrency`,
- * whether cancel or stop is accepted), the operation descriptor derived from them, and the
+ * whether cancel or stop is accepted, `description`), the operation descriptor derived from them, and the
  * checked options of `implement()`.
  *
  * @module
@@ -16,6 +16,7 @@ export interface Settings {
   readonly semantics: "query" | "action" | "session";
   readonly maxConcurrency: number;
   readonly controllable: boolean;
+  readonly description: string | undefined;
 }
 
 /** Reads and checks a definition's options. */
@@ -31,7 +32,16 @@ export function settingsOf(
     controllable: semantics === "query"
       ? false
       : booleanOption(options[control], true, label, control),
+    description: descriptionOption(label, options.description),
   };
+}
+
+function descriptionOption(label: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.trim() === "") {
+    throw optionError(label, "description", "a non-blank string", value);
+  }
+  return value;
 }
 
 /** "define a query", "define an action", "define a session": the subject of option errors. */

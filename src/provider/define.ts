@@ -68,6 +68,7 @@ import type { JsonObject } from "../_internal/json.ts";
 import type { ToolEndpointImplementation } from "../endpoint/spi.ts";
 import { implementExecution } from "./_implement_execution.ts";
 import { implementQuery } from "./_implement_query.ts";
+import { jsonSchemaOf } from "./_json_schema.ts";
 import { checkRun, defining, descriptorFor, type Settings, settingsOf } from "./_settings.ts";
 import { outputsCheckOf, validatorOf } from "./_validate.ts";
 import type { JsonSchema } from "./schema.ts";
@@ -113,10 +114,14 @@ export type {
 
 function makeDefinition<S extends "query" | "action" | "session">(
   settings: Settings,
+  options: Record<string, unknown>,
   implement: (options: ImplementOptions) => ToolEndpointImplementation,
 ): ToolOperationDefinition<S> {
   return Object.freeze({
     semantics: settings.semantics as S,
+    description: settings.description,
+    argumentsJsonSchema: jsonSchemaOf(options.arguments),
+    outputsJsonSchema: jsonSchemaOf(options.outputs),
     operationDescriptor: (name: string) => descriptorFor(settings, name),
     implement: implement as ToolOperationDefinition<S>["implement"],
   });
@@ -170,6 +175,7 @@ export function defineQuery(first: unknown, second?: unknown): ToolOperationDefi
   const checkOutputs = outputsCheckOf(options.outputs, "define a query");
   return makeDefinition(
     settings,
+    options,
     (implement) => implementQuery(run as QueryFunction<unknown>, validate, checkOutputs, implement),
   );
 }
@@ -256,6 +262,7 @@ function defineExecution<S extends "action" | "session">(
   const checkOutputs = outputsCheckOf(options.outputs, defining(semantics));
   return makeDefinition(
     settings,
+    options,
     (implement) =>
       implementExecution(
         settings,

@@ -68,8 +68,37 @@ export interface ToolEndpointDefinition<
     Record<string, AnyOperationDefinition>
   >,
 > {
-  /** Type-only, never present at run time: the operation definitions' record type. */
-  readonly definitions?: Ops;
+  /**
+   * The operation definitions by name, as given to {@linkcode defineEndpoint} (a frozen record in
+   * descriptor order): what each one knows beyond the Wire descriptor, read-only (its
+   * `semantics`, `description`, `argumentsJsonSchema` and `outputsJsonSchema`). The MCP server's
+   * `definitions` option reads it; a typed client reads its type.
+   *
+   * @example
+   * ```ts
+   * import { assertEquals } from "@std/assert";
+   * import { defineEndpoint, defineQuery, jsonSchema } from "@forge/tool";
+   * const endpoint = defineEndpoint({
+   *   endpointId: "arm",
+   *   operations: {
+   *     pose: defineQuery({
+   *       description: "The arm's pose.",
+   *       arguments: jsonSchema({ type: "object", properties: { frame: { type: "string" } } }),
+   *       outputs: { type: "object", required: ["x"] },
+   *     }, () => ({ x: 0 })),
+   *   },
+   * });
+   * const pose = endpoint.definitions.pose;
+   * assertEquals(pose.semantics, "query");
+   * assertEquals(pose.description, "The arm's pose.");
+   * assertEquals(pose.argumentsJsonSchema, {
+   *   type: "object",
+   *   properties: { frame: { type: "string" } },
+   * });
+   * assertEquals(pose.outputsJsonSchema, { type: "object", required: ["x"] });
+   * ```
+   */
+  readonly definitions: Ops;
   /** The descriptor derived from the definitions (protocol `forge.tool.endpoint/v1alpha1`). */
   readonly descriptor: ToolEndpointDescriptor;
   /** One SPI provider per operation, for `ToolEndpointHandlerOptions.operations`. */
@@ -169,6 +198,7 @@ export function defineEndpoint<Ops extends Readonly<Record<string, AnyOperationD
   });
   Object.freeze(operations);
   return Object.freeze({
+    definitions: Object.freeze({ ...definitions }) as Ops,
     descriptor,
     operations,
     async idle(): Promise<void> {

@@ -86,6 +86,14 @@ export type ExecutionFunction<A, O extends ToolOutputs = ToolOutputs> = (
 /** Options every definition takes. */
 export interface DefinitionOptions<S extends ArgumentSchema> {
   /**
+   * What the operation does, for people and agents (the MCP server's tool description). The Wire
+   * descriptor has no place for it: it stays on the definition
+   * ({@linkcode ToolOperationDefinition.description}).
+   *
+   * @default {none}
+   */
+  readonly description?: string;
+  /**
    * Validates the invoke's arguments before the function runs.
    *
    * @default {none: any object}
@@ -170,6 +178,23 @@ export interface ToolOperationDefinition<
 > {
   /** The operation's semantics. */
   readonly semantics: S;
+  /** The `description` option, or `undefined` when none was given. */
+  readonly description: string | undefined;
+  /**
+   * The JSON Schema of the arguments, a frozen copy, or `undefined`: the schema of a
+   * `jsonSchema()` validator or a plain JSON Schema as given; for another Standard Schema, what
+   * its `~standard.jsonSchema.input({ target: "draft-2020-12" })` returns (the Standard JSON
+   * Schema extension, implemented by zod ≥ 4.2 for example). `undefined` without `arguments`,
+   * for a Standard Schema without that extension (zod 3, and zod 3.25's `zod/v4` schemas, whose
+   * JSON Schema only `z.toJSONSchema` gives), and when its converter throws.
+   */
+  readonly argumentsJsonSchema: JsonObject | undefined;
+  /**
+   * The JSON Schema of a succeeded result's outputs, read from `outputs` as
+   * {@linkcode ToolOperationDefinition.argumentsJsonSchema} is from `arguments` (the schema's
+   * input side: outputs are checked, not transformed).
+   */
+  readonly outputsJsonSchema: JsonObject | undefined;
   /**
    * Type-only, never present at run time: the caller's arguments (`A`) and succeeded outputs (`O`) types,
    * which a typed client reads.

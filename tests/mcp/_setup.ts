@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { CreateTaskResultSchema, type Task } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpServer, type ForgeMcpServer, type McpServerSettings } from "../../mcp.ts";
-import { type DemoGateway, demoMcpTools, startDemoGateway } from "../../examples/mcp_demo.ts";
+import { type DemoGateway, startDemoGateway } from "../../examples/mcp_demo.ts";
 
 export interface Connected {
   readonly client: Client;
@@ -19,7 +19,7 @@ export async function connect(
 ): Promise<Connected> {
   const mcp = createMcpServer(demo.gateway, {
     callerId,
-    tools: demoMcpTools,
+    definitions: [demo.definition],
     pollIntervalMs: 10,
     registryPollMs: 10,
     logger: () => {},

@@ -3,14 +3,16 @@
 // Registry (the other scenarios call fixed test tools, prompts or resources of a reference server).
 import { assertEquals } from "@std/assert";
 import { mcpHttpHandler } from "../../mcp.ts";
-import { demoMcpTools } from "../../examples/mcp_demo.ts";
 import { startDemo } from "./_setup.ts";
 
 const SCENARIOS = ["server-initialize", "ping", "tools-list"] as const;
 
 Deno.test("mcp conformance: initialize, ping and tools-list pass", async () => {
   const demo = await startDemo();
-  const handler = mcpHttpHandler(demo.gateway, { tools: demoMcpTools, logger: () => {} });
+  const handler = mcpHttpHandler(demo.gateway, {
+    definitions: [demo.definition],
+    logger: () => {},
+  });
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen: () => {} },
     (request) => handler(request, "conformance"),

@@ -6,6 +6,7 @@ import {
   type Tool,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { defineAction, defineEndpoint, defineQuery, jsonSchema } from "../../mod.ts";
 import { ToolGateway } from "../../gateway.ts";
 import { createMcpServer, mcpToolName } from "../../mcp.ts";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -53,16 +54,137 @@ Deno.test("mcp: tools/list is the Registry's operations, with schemas and task s
     ["robot.demo.move", "optional"],
     ["robot.demo.policy", "optional"],
   ]);
-  assertEquals(tools[0].inputSchema, {
-    type: "object",
-    properties: { classes: { type: "array", items: { type: "string" } } },
-  });
-  assertEquals(tools[0].outputSchema?.required, ["objects"]);
-  assertEquals(tools[1].outputSchema, undefined);
+  // `definitions: [demo.definition]`: each tool's description and schemas are the definition's.
+  assertEquals(
+    tools.map((tool: Tool) => [tool.description, tool.inputSchema, tool.outputSchema]),
+    [
+      [
+        "Detects objects of the given classes in the camera image (Query).",
+        { type: "object", properties: { classes: { type: "array", items: { type: "string" } } } },
+        { type: "object", properties: { objects: { type: "array" } }, required: ["objects"] },
+      ],
+      [
+        "Moves the arm to `target` in ten steps with progress; cancel stops it (Action).",
+        { type: "object", properties: { target: { type: "string" } } },
+        undefined,
+      ],
+      [
+        "Runs a policy with heartbeats until stopped (Session).",
+        { type: "object", properties: { task: { type: "string" } } },
+        undefined,
+      ],
+    ],
+  );
   assertEquals(tools[1]._meta?.["forge.tool/semantics"], "action");
   await client.close();
   await mcp.close();
   await demo.stop();
+});
+
+Deno.test("mcp: without definitions or tools, a tool has the default description and schema", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1", { definitions: undefined });
+  const { tools } = await client.listTools();
+  assertEquals(tools.map((tool: Tool) => [tool.description, tool.inputSchema, tool.outputSchema]), [
+    [
+      "Query (answers at once): operation 'detect' of endpoint 'robot.demo'.",
+      { type: "object" },
+      undefined,
+    ],
+    [
+      "Action (long-running, cancellable; run it as a task): operation 'move' of endpoint 'robot.demo'.",
+      { type: "object" },
+      undefined,
+    ],
+    [
+      "Session (runs until stopped; run it as a task, cancel the task to stop it): operation 'policy' of endpoint 'robot.demo'.",
+      { type: "object" },
+      undefined,
+    ],
+  ]);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: tools wins over definitions field by field; object schemas only", async () => {
+  const demo = await startDemo();
+  // Another in-process definition of `robot.demo`, for its metadata only: a schema without
+  // `type` gets `type: "object"`, an array schema is not an MCP object schema (the default).
+  const definition = defineEndpoint({
+    endpointId: "robot.demo",
+    operations: {
+      detect: defineQuery({
+        description: "From the definition.",
+        arguments: { properties: { classes: { type: "array" } } },
+        outputs: jsonSchema({ type: "object", required: ["objects"] }),
+      }, () => ({ objects: [] })),
+      move: defineAction({
+        description: "Move, from the definition.",
+        arguments: jsonSchema({ type: "array" }),
+        outputs: { type: ["object", "null"] },
+      }, () => ({})),
+    },
+  });
+  const { client, mcp } = await connect(demo, "agent-1", {
+    definitions: [definition],
+    tools: {
+      "robot.demo": {
+        detect: { description: "From tools." },
+        move: { inputSchema: { type: "object", required: ["target"] } },
+        policy: { outputSchema: { type: "object", required: ["ticks"] } },
+      },
+    },
+  });
+  const { tools } = await client.listTools();
+  assertEquals(tools.map((tool: Tool) => [tool.description, tool.inputSchema, tool.outputSchema]), [
+    [
+      "From tools.",
+      { type: "object", properties: { classes: { type: "array" } } },
+      { type: "object", required: ["objects"] },
+    ],
+    ["Move, from the definition.", { type: "object", required: ["target"] }, undefined],
+    [
+      "Session (runs until stopped; run it as a task, cancel the task to stop it): operation 'policy' of endpoint 'robot.demo'.",
+      { type: "object" },
+      { type: "object", required: ["ticks"] },
+    ],
+  ]);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: definitions option errors name the option and show the value", async () => {
+  const gateway = new ToolGateway({ routes: {} });
+  const definition = defineEndpoint({
+    endpointId: "arm",
+    operations: { pose: defineQuery(() => ({})) },
+  });
+  assertThrows(
+    () =>
+      createMcpServer(gateway, {
+        callerId: "a",
+        definitions: "arm" as unknown as [],
+      }),
+    TypeError,
+    `Cannot create the MCP server as 'definitions' must be an array of endpoint definitions: current value is "arm"`,
+  );
+  assertThrows(
+    () => createMcpServer(gateway, { callerId: "a", definitions: [definition, definition] }),
+    TypeError,
+    `Cannot create the MCP server as 'definitions[1]' must be a definition of an endpoint id no other definition has: current value is "arm"`,
+  );
+  assertThrows(
+    () =>
+      createMcpServer(gateway, {
+        callerId: "a",
+        definitions: [{ descriptor: {} } as unknown as typeof definition],
+      }),
+    TypeError,
+    "Cannot create the MCP server as 'definitions[0]' must be a definition from defineEndpoint: current value is [object Object]",
+  );
+  await gateway.close();
 });
 
 Deno.test("mcp: a Query is tools/call with structuredContent and a text block", async () => {

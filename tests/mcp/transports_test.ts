@@ -3,7 +3,6 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CallToolResultSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { mcpHttpHandler } from "../../mcp.ts";
-import { demoMcpTools } from "../../examples/mcp_demo.ts";
 import { newClient, startDemo, startTask, until } from "./_setup.ts";
 
 const RESULT = "forge.tool/result_status";
@@ -27,7 +26,7 @@ function httpClient(url: URL, token: string) {
 Deno.test("mcp over HTTP: list, Query, an Action task cancelled, ownership by caller", async () => {
   const demo = await startDemo();
   const handler = mcpHttpHandler(demo.gateway, {
-    tools: demoMcpTools,
+    definitions: [demo.definition],
     pollIntervalMs: 10,
     logger: () => {},
   });
