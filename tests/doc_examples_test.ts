@@ -8,7 +8,6 @@ const IGNORED_EXAMPLES: Readonly<Record<string, string>> = {
   "src/dora/ffi.ts": "openDoraNode needs a dora daemon and the dora C node API library",
   "src/dora/client_transport.ts": "DoraToolClientTransport's example opens a real Dora node",
   "README.md": "serving over openDoraNode needs a dora daemon and the dora C node API library",
-  "docs/mcp.md": "mounting the HTTP handler serves a socket; tests/mcp/transports_test.ts runs it",
 };
 
 // The Markdown pages whose `ts` blocks run as doc tests (`deno test --doc README.md docs/`).
