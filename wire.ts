@@ -199,13 +199,13 @@ export type {
   AnyOperationDefinition,
   ArgumentsOf,
   CallArgumentsOf,
-  DefinedHandlerOptions,
   ExecutionFunction,
   ImplementOptions,
   OutputsOf,
   QueryFunction,
   ToolOutputs,
-} from "./src/provider/define.ts";
+} from "./src/provider/types.ts";
+export type { DefinedHandlerOptions } from "./src/provider/endpoint.ts";
 // Types named by @forge/tool signatures: argument and output schemas.
 export {
   type InferSchemaOutput,

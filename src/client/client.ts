@@ -21,7 +21,7 @@ import { type InvokeResponse, invokeResponseFromPayload } from "../wire/executio
 import { optionMessage } from "../_internal/options.ts";
 import { ToolCallError, ToolClientError, ToolClientErrorCodes } from "./errors.ts";
 import type { ToolClientTransport } from "./transport.ts";
-import type { ToolEndpointDefinition } from "../provider/define.ts";
+import type { ToolEndpointDefinition } from "../provider/endpoint.ts";
 import { type Config, configOf, optionalString, semanticsOf, timeoutOf } from "./_config.ts";
 import { ExchangeTable } from "./_exchanges.ts";
 import { type ClientCore, Invocation } from "./_invocation.ts";

@@ -7,7 +7,7 @@
  * @module
  */
 import type { ToolResult } from "../endpoint/models.ts";
-import type { AnyOperationDefinition } from "../provider/define.ts";
+import type { AnyOperationDefinition } from "../provider/types.ts";
 import type { ToolEndpointClient } from "./client.ts";
 import type { ToolInvocation } from "./invocation.ts";
 import type { ToolClientCallOptions, ToolEndpointClientOptions } from "./options.ts";

@@ -13,7 +13,7 @@ import {
   ToolResultResponse,
 } from "../endpoint/models.ts";
 import { logSafely, type ToolLogger, type ToolLogLevel } from "../endpoint/log.ts";
-import type { EndpointRegistryRecord } from "../node/registry.ts";
+import type { EndpointRegistryRecord } from "../node/registry_records.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import {
   makeControlResponseEnvelope,

@@ -5,7 +5,8 @@
  * @module
  */
 import type { NodeClock } from "../node/clock.ts";
-import type { EndpointRegistry, EndpointRegistryRecord } from "../node/registry.ts";
+import type { EndpointRegistry } from "../node/registry.ts";
+import type { EndpointRegistryRecord } from "../node/registry_records.ts";
 import { ToolCallError } from "../client/errors.ts";
 import { optionMessage } from "../_internal/options.ts";
 import { unavailableError } from "./_answers.ts";

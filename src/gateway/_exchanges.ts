@@ -11,7 +11,8 @@
 import { ToolProtocolError } from "../endpoint/errors.ts";
 import { ToolError } from "../endpoint/models.ts";
 import type { NodeClock } from "../node/clock.ts";
-import type { EndpointRegistry, EndpointRegistryChange } from "../node/registry.ts";
+import type { EndpointRegistry } from "../node/registry.ts";
+import type { EndpointRegistryChange } from "../node/registry_records.ts";
 import { validateResponseCorrelation } from "../wire/correlation.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";

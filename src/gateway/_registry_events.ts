@@ -7,7 +7,7 @@
  * @module
  */
 import type { EndpointStatus } from "../endpoint/models.ts";
-import type { EndpointRegistryChange } from "../node/registry.ts";
+import type { EndpointRegistryChange } from "../node/registry_records.ts";
 // deno-lint-ignore no-unused-vars
 import type { ToolGateway } from "./gateway.ts";
 

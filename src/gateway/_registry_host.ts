@@ -9,7 +9,8 @@
 import type { EndpointStatus } from "../endpoint/models.ts";
 import type { ToolLogger } from "../endpoint/log.ts";
 import type { NodeClock } from "../node/clock.ts";
-import { EndpointRegistry, type EndpointRegistryChange } from "../node/registry.ts";
+import { EndpointRegistry } from "../node/registry.ts";
+import type { EndpointRegistryChange } from "../node/registry_records.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { endpointStatusFromEnvelope } from "../wire/management_payloads.ts";
 import type { GatewayAnswers } from "./_answers.ts";

@@ -28,7 +28,7 @@ import { ExchangeRouter } from "./_exchanges.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
 import { RegistryHost } from "./_registry_host.ts";
 import { FramedMessage, RouteFraming } from "./_framing.ts";
-import type { EndpointRegistryRecord } from "../node/registry.ts";
+import type { EndpointRegistryRecord } from "../node/registry_records.ts";
 import { type ToolGatewayWaitOptions, waitForEndpoint } from "./_discovery.ts";
 import {
   type GatewayRegistryEvent,

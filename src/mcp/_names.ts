@@ -1,7 +1,7 @@
 // MCP tool names and tool entries from the Registry's records.
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolSemantics } from "../endpoint/constants.ts";
-import type { EndpointRegistryRecord } from "../node/registry.ts";
+import type { EndpointRegistryRecord } from "../node/registry_records.ts";
 import type { McpToolMetadata } from "./server.ts";
 
 /** The name rule of MCP tools (spec 2025-11-25). */

@@ -74,9 +74,6 @@ import {
   type EndpointRegistryRecord,
 } from "./registry_records.ts";
 
-// The gateway imports these two types from here (until its imports point at registry_records.ts).
-export type { EndpointRegistryChange, EndpointRegistryRecord } from "./registry_records.ts";
-
 const CREATE_REGISTRY = "create an EndpointRegistry";
 
 function logListenerError(

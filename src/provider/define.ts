@@ -87,31 +87,6 @@ import type {
   ToolOutputs,
 } from "./types.ts";
 
-// The provider's public types keep their `import type` path through this module (src/client,
-// wire.ts); their home is types.ts and endpoint.ts.
-export type {
-  ActionDefinitionOptions,
-  AnyOperationDefinition,
-  ArgumentSchema,
-  ArgumentsOf,
-  CallArgumentsOf,
-  DefinitionOptions,
-  ExecutionCallContext,
-  ExecutionFunction,
-  ImplementOptions,
-  OutputsOf,
-  QueryCallContext,
-  QueryFunction,
-  SessionDefinitionOptions,
-  ToolOperationDefinition,
-  ToolOutputs,
-} from "./types.ts";
-export type {
-  DefinedHandlerOptions,
-  EndpointDefinitionOptions,
-  ToolEndpointDefinition,
-} from "./endpoint.ts";
-
 function makeDefinition<S extends "query" | "action" | "session">(
   settings: Settings,
   options: Record<string, unknown>,
