@@ -13,7 +13,7 @@
  * `ToolClientErrorCodeTable`); the client error's parts (`ToolClientErrorInit`,
  * `ToolClientErrorContext`, `ToolClientExchange`); the define* helper types (`ArgumentsOf`,
  * `OutputsOf`, `QueryFunction`, `ExecutionFunction`, `ImplementOptions`, ...); the schema types
- * (Standard Schema v1, `JsonSchemaType`, `JsonSchemaValidator`, `isStandardSchema`); the SPI's
+ * (Standard Schema v1, `JsonSchemaType`, `JsonSchemaValidator`); the SPI's
  * `Awaitable`; `DispatchOptions`; and the typed client's types (`ToolOperations`,
  * `TypedToolResult`, ...). Import them from here to annotate code written against those
  * signatures; each keeps its doc comment where it is declared.
@@ -209,7 +209,6 @@ export type { DefinedHandlerOptions } from "./src/provider/endpoint.ts";
 // Types named by @forge/tool signatures: argument and output schemas.
 export {
   type InferSchemaOutput,
-  isStandardSchema,
   type JsonSchemaType,
   type JsonSchemaValidator,
   type StandardSchemaV1Issue,
