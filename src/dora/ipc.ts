@@ -130,7 +130,7 @@ function checkRecordBatch(
 }
 
 // The schema memo of the IPC readers (this module's checkToolMessageStream and the fast reader of
-// fast_ipc.ts), the one module state of the carrier code, kept in this one object. A sender writes
+// _fast_ipc_read.ts), the one module state of the carrier code, kept in this one object. A sender writes
 // the same schema message every time, and the same bytes pass the same checks: the memo only
 // skips checks whose outcome it recorded, never changes one.
 const schemaMemo: {

@@ -47,9 +47,8 @@ export interface ToolEndpointHandlerOptions {
   readonly now?: () => number;
   /**
    * Where every provider failure and every handler event is reported, one structured record
-   * each (see the README's "Observability" section for the event names). The binding, the node
-   * runner and the node lifecycle built on this handler report to it too unless given their
-   * own.
+   * each (see docs/observability.md for the event names). The binding, the node runner and the
+   * node lifecycle built on this handler report to it too unless given their own.
    *
    * @default {consoleLogger}
    */

@@ -1,4 +1,4 @@
-// The client's failure model (README "Calling tools", one test per row) against the real
+// The client's failure model (README "Callers", one test per row) against the real
 // ToolEndpointHandler in process.
 import { assertEquals, assertRejects } from "@std/assert";
 import {
@@ -17,7 +17,7 @@ import {
 import { armEndpoint, ENDPOINT, INSTANCE } from "./_fixtures.ts";
 import { silentLogger } from "../_helpers.ts";
 
-// --- The failure model (README "Calling tools", one test per row) ---------------------------------
+// --- The failure model (README "Callers", one test per row) ---------------------------------------
 
 /**
  * The same endpoint `robot.arm` with a Query `detect`, written as a define* definition or as an

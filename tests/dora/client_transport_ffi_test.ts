@@ -32,7 +32,9 @@ async function hasCompiler(): Promise<boolean> {
 }
 
 const CC = await hasCompiler();
-if (!CC) console.warn("client_dora_ffi_test: no C compiler `cc` on PATH; the tests are skipped");
+if (!CC) {
+  console.warn("dora/client_transport_ffi_test: no C compiler `cc` on PATH; the tests are skipped");
+}
 
 const WORK = CC ? await Deno.makeTempDir({ prefix: "client_dora_double_" }) : "";
 globalThis.addEventListener("unload", () => {

@@ -33,7 +33,7 @@ async function hasCompiler(): Promise<boolean> {
 const CC = await hasCompiler();
 if (!CC) {
   console.warn(
-    "dora_ffi_test: no C compiler `cc` on PATH; the FFI tests are skipped (install a C compiler " +
+    "dora/ffi_test: no C compiler `cc` on PATH; the FFI tests are skipped (install a C compiler " +
       "to run them)",
   );
 }
