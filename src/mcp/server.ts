@@ -71,8 +71,6 @@ export interface McpServerSettings {
   readonly retentionMs?: number;
   /** The `pollInterval` suggested to clients, in ms. @default {100} */
   readonly pollIntervalMs?: number;
-  /** How often the Registry's revision is compared for `list_changed`, in ms. @default {100} */
-  readonly registryPollMs?: number;
   /**
    * How long `tasks/cancel` waits for the endpoint's result after cancel/stop was accepted, in
    * ms; past it the answer shows the task still `working`. @default {10000}
@@ -114,7 +112,6 @@ export interface CheckedSettings {
   readonly maxTasks: number;
   readonly retentionMs: number;
   readonly pollIntervalMs: number;
-  readonly registryPollMs: number;
   readonly cancelWaitMs: number;
   readonly timeoutMs: number | undefined;
   readonly serverInfo: { readonly name: string; readonly version: string };
@@ -135,7 +132,6 @@ export function checkSettings(action: string, options: McpServerSettings): Check
     maxTasks: positiveIntegerOption(action, "maxTasks", options.maxTasks, 256),
     retentionMs: positiveIntegerOption(action, "retentionMs", options.retentionMs, 3_600_000),
     pollIntervalMs: positiveIntegerOption(action, "pollIntervalMs", options.pollIntervalMs, 100),
-    registryPollMs: positiveIntegerOption(action, "registryPollMs", options.registryPollMs, 100),
     cancelWaitMs: positiveIntegerOption(action, "cancelWaitMs", options.cancelWaitMs, 10_000),
     timeoutMs: options.timeoutMs === undefined
       ? undefined
@@ -434,27 +430,13 @@ export function serveCaller(
 
   // --- list_changed ---------------------------------------------------------------------------
 
-  let revision = gateway.registry.revision;
-  let poll: LongTimeout | undefined;
+  // Every change of the Registry's instances (registered, replaced, unregistered, expired) may
+  // change the tool list: announced as it happens. A reported state changes no tool.
   let closed = false;
-  const watch = () => {
-    poll = setLongTimeout(
-      () => {
-        if (closed) return;
-        gateway.registry.expire();
-        if (gateway.registry.revision !== revision) {
-          revision = gateway.registry.revision;
-          if (server.transport !== undefined) {
-            server.sendToolListChanged().catch(() => {});
-          }
-        }
-        watch();
-      },
-      settings.registryPollMs,
-      { unref: true },
-    );
-  };
-  watch();
+  const unwatch = gateway.watchRegistry((event) => {
+    if (event.kind === "state" || server.transport === undefined) return;
+    server.sendToolListChanged().catch(() => {});
+  });
 
   const unsubscribe = caller.onTaskStatus((task: Task) => {
     if (server.transport === undefined) return;
@@ -470,7 +452,7 @@ export function serveCaller(
     async close() {
       if (closed) return;
       closed = true;
-      poll?.clear();
+      unwatch();
       unsubscribe();
       await server.close();
       if (ownsCaller) await caller.close();

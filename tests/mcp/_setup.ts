@@ -21,7 +21,6 @@ export async function connect(
     callerId,
     definitions: [demo.definition],
     pollIntervalMs: 10,
-    registryPollMs: 10,
     logger: () => {},
     ...settings,
   });

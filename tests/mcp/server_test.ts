@@ -6,7 +6,21 @@ import {
   type Tool,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { defineAction, defineEndpoint, defineQuery, jsonSchema } from "../../mod.ts";
+import {
+  defineAction,
+  defineEndpoint,
+  defineQuery,
+  jsonSchema,
+  ToolEndpointDescriptor,
+  ToolOperationDescriptor,
+} from "../../mod.ts";
+import {
+  EndpointStatus,
+  makeEndpointStatusEnvelope,
+  makeRegistrationEnvelope,
+  makeUnregisterEnvelope,
+  TOOL_ENDPOINT_PROTOCOL,
+} from "../../wire.ts";
 import { ToolGateway } from "../../gateway.ts";
 import { createMcpServer, mcpToolName } from "../../mcp.ts";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -380,6 +394,59 @@ Deno.test("mcp: a Registry change sends notifications/tools/list_changed", async
   assertEquals((await client.listTools()).tools, []);
   await client.close();
   await mcp.close();
+});
+
+Deno.test("mcp: each Registry change sends one list_changed at once; a renewal or a state report sends none", async () => {
+  const gateway = new ToolGateway({ routes: { arm: "robot.arm" }, logger: () => {} });
+  gateway.attachRoute("arm", () => {});
+  const descriptor = new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId: "robot.arm",
+    operations: [new ToolOperationDescriptor({ name: "pose", semantics: "query" })],
+  });
+  const register = (requestId: string) =>
+    gateway.receive(
+      "arm",
+      makeRegistrationEnvelope(descriptor, { endpointInstanceId: "arm-1", requestId }),
+    );
+  const mcp = createMcpServer(gateway, { callerId: "agent-1", logger: () => {} });
+  assertEquals(gateway.registryWatchers, 1);
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  await mcp.server.connect(serverTransport);
+  const client = newClient();
+  await client.connect(clientTransport);
+  let changed = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+  // One round trip after each step: the notification, sent when the change happens, is ahead.
+  register("register-1");
+  await client.ping();
+  assertEquals(changed, 1);
+  assertEquals((await client.listTools()).tools.map((tool: Tool) => tool.name), ["robot.arm.pose"]);
+  register("register-2"); // a lease renewal: no Registry change
+  gateway.receive(
+    "arm",
+    makeEndpointStatusEnvelope(
+      new EndpointStatus({ endpointId: "robot.arm", state: "busy", activeInvocations: 1 }),
+      { endpointInstanceId: "arm-1" },
+    ),
+  );
+  await client.ping();
+  assertEquals(changed, 1);
+  gateway.receive(
+    "arm",
+    makeUnregisterEnvelope({
+      endpointId: "robot.arm",
+      endpointInstanceId: "arm-1",
+      requestId: "unregister-1",
+    }),
+  );
+  await client.ping();
+  assertEquals(changed, 2);
+  assertEquals((await client.listTools()).tools, []);
+  await client.close();
+  await mcp.close();
+  assertEquals(gateway.registryWatchers, 0);
+  await gateway.close();
 });
 
 Deno.test("mcp: two callers never see each other's tasks", async () => {
