@@ -6,7 +6,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ToolEndpointClient } from "../mod.ts";
 import { createMcpServer, mcpHttpHandler } from "../mcp.ts";
-import { demoMcpTools, startDemoGateway } from "../examples/mcp_demo.ts";
+import { startDemoGateway } from "../examples/mcp_demo.ts";
 
 const demo = await startDemoGateway();
 const ARGS = { classes: ["cube"] };
@@ -17,13 +17,16 @@ const direct = new ToolEndpointClient({
   callerId: "bench",
 });
 
-const mcp = createMcpServer(demo.gateway, { callerId: "bench-mcp", tools: demoMcpTools });
+const mcp = createMcpServer(demo.gateway, {
+  callerId: "bench-mcp",
+  definitions: [demo.definition],
+});
 const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
 await mcp.server.connect(serverSide);
 const memory = new Client({ name: "bench", version: "1" });
 await memory.connect(clientSide);
 
-const handler = mcpHttpHandler(demo.gateway, { tools: demoMcpTools });
+const handler = mcpHttpHandler(demo.gateway, { definitions: [demo.definition] });
 const server = Deno.serve(
   { port: 0, hostname: "127.0.0.1", onListen: () => {} },
   (request) => handler(request, "bench-http"),

@@ -14,30 +14,7 @@ import {
   LoopbackDataflow,
   serveToolEndpoint,
 } from "../dora.ts";
-import type { McpToolMetadata } from "../mcp.ts";
 import { demoEndpoint } from "./endpoint.ts";
-
-/**
- * What the MCP server shows of `robot.demo` beyond its descriptor, as the hand-written `tools`
- * option (for `bench/mcp_bench.ts`): read from the definition's descriptions and schemas, so it
- * says what `definitions: [demo.definition]` says. The demo and the tests pass `definitions`.
- */
-export const demoMcpTools: Readonly<Record<string, Readonly<Record<string, McpToolMetadata>>>> =
-  toolsOf(demoEndpoint());
-
-function toolsOf(
-  definition: ToolEndpointDefinition,
-): Record<string, Record<string, McpToolMetadata>> {
-  const operations: Record<string, McpToolMetadata> = {};
-  for (const [name, operation] of Object.entries(definition.definitions)) {
-    operations[name] = {
-      description: operation.description,
-      inputSchema: operation.argumentsJsonSchema,
-      outputSchema: operation.outputsJsonSchema,
-    };
-  }
-  return { [definition.descriptor.endpointId]: operations };
-}
 
 /** A running demo gateway. */
 export interface DemoGateway {
