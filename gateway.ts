@@ -12,3 +12,14 @@ export {
   type ToolGatewayRouteSender,
   type ToolGatewayStats,
 } from "./src/gateway/gateway.ts";
+export {
+  serveToolGateway,
+  type ServeToolGatewayOptions,
+  type ToolGatewayHttpHandler,
+  toolGatewayHttpHandler,
+  type ToolGatewayHttpOptions,
+  type ToolGatewayHttpRoute,
+  type ToolGatewayHttpRouteContext,
+  type ToolGatewayHttpStats,
+  type ToolGatewayServer,
+} from "./src/gateway/http.ts";
