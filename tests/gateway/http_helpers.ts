@@ -1,6 +1,6 @@
 // Shared by the HTTP service tests: a ToolGateway with the demo endpoint registered from a
 // provider node on a loopback dataflow, served over real HTTP on 127.0.0.1, and an SSE reader.
-import { type ToolLogRecord } from "../../mod.ts";
+import type { ToolLogRecord } from "../../mod.ts";
 import type { ToolEnvelope } from "../../wire.ts";
 import {
   serveToolGateway,
