@@ -59,8 +59,8 @@ export async function readJsonObject(
     return {
       ok: false,
       response: badRequest(
-        `unknown request field(s): ${unknown.map((key) => `'${key}'`).join(", ")}; ` +
-          `known: ${[...fields].map((key) => `'${key}'`).join(", ")}`,
+        // Forge Gateway's words, exactly.
+        `unknown request field(s): ${unknown.map((key) => `'${key}'`).join(", ")}`,
       ),
     };
   }
