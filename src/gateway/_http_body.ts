@@ -4,6 +4,8 @@
 import { setLongTimeout } from "../_internal/timers.ts";
 import { badRequest, HttpErrorCodes, serviceError } from "./_http_errors.ts";
 
+const INVOKE_FIELDS: ReadonlySet<string> = new Set(["arguments", "caller_id", "timeout_ms"]);
+
 /** The bounds of one body read. */
 export interface BodyLimits {
   readonly maxBodyBytes: number;
@@ -131,4 +133,61 @@ async function readLimited(
   } catch {
     return badRequest(`${NOT_AN_OBJECT} (the body is not UTF-8)`);
   }
+}
+
+/** A checked invoke body. */
+export interface InvokeBody {
+  readonly args: Record<string, unknown>;
+  /** The body's `caller_id`, if given. */
+  readonly callerId: string | undefined;
+  /** The body's `timeout_ms`, if given. */
+  readonly timeoutMs: number | undefined;
+}
+
+/**
+ * Reads an invoke body (`arguments`, `caller_id`, `timeout_ms`) with Forge Gateway's 400
+ * messages. `tokenCaller` is the authenticated caller when tokens are configured: a body
+ * `caller_id` must then name it (409 otherwise).
+ */
+export async function readInvokeBody(
+  request: Request,
+  limits: BodyLimits & { readonly maxTimeoutMs: number },
+  tokenCaller: string | undefined,
+): Promise<{ ok: true; value: InvokeBody } | { ok: false; response: Response }> {
+  const body = await readJsonObject(request, limits, INVOKE_FIELDS, false);
+  if (!body.ok) return body;
+  const fail = (response: Response) => ({ ok: false as const, response });
+  const args = body.value.arguments ?? {};
+  if (args === null || typeof args !== "object" || Array.isArray(args)) {
+    return fail(badRequest("arguments must be a JSON object"));
+  }
+  const callerId = body.value.caller_id;
+  if (callerId !== undefined && (typeof callerId !== "string" || callerId.trim() === "")) {
+    return fail(badRequest("caller_id must be a non-empty string when provided"));
+  }
+  if (tokenCaller !== undefined && callerId !== undefined && callerId !== tokenCaller) {
+    return fail(serviceError(
+      HttpErrorCodes.REQUEST_CONFLICT,
+      `caller_id '${callerId}' is not the caller this token authenticates; omit caller_id`,
+    ));
+  }
+  const timeout = body.value.timeout_ms;
+  const max = limits.maxTimeoutMs;
+  if (
+    timeout !== undefined &&
+    (typeof timeout !== "number" || !Number.isSafeInteger(timeout) || timeout < 1 ||
+      timeout > max)
+  ) {
+    return fail(badRequest(
+      `timeout_ms must be a positive integer at most ${max}: got ${JSON.stringify(timeout)}`,
+    ));
+  }
+  return {
+    ok: true,
+    value: {
+      args: args as Record<string, unknown>,
+      callerId: callerId as string | undefined,
+      timeoutMs: timeout as number | undefined,
+    },
+  };
 }

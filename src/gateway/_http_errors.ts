@@ -141,3 +141,40 @@ export function callFailure(error: unknown): Response {
 export function badRequest(message: string): Response {
   return serviceError(HttpErrorCodes.BAD_REQUEST, message);
 }
+
+/** 404 for an endpoint no route serves. */
+export function endpointUnknown(endpointId: string): Response {
+  return serviceError(
+    HttpErrorCodes.ENDPOINT_UNKNOWN,
+    `endpoint '${endpointId}' is not served by this gateway; GET /tools lists the endpoints`,
+    false,
+    { endpoint_id: endpointId },
+  );
+}
+
+/** 404 for an unknown invocation id, or another caller's. */
+export function invocationNotFound(id: string): Response {
+  // The same body for an unknown id and another caller's invocation.
+  return serviceError(
+    HttpErrorCodes.INVOCATION_NOT_FOUND,
+    `invocation '${id}' not found (unknown, forgotten after its retention, or another caller's); ` +
+      `GET /invocations lists yours`,
+    false,
+    { invocation_id: id },
+  );
+}
+
+/** 401 with the Bearer challenge. */
+export function unauthorized(): Response {
+  return errorResponse(
+    new ToolError({
+      code: HttpErrorCodes.UNAUTHORIZED,
+      message: "missing or unknown bearer token: send 'Authorization: Bearer <token>' with a " +
+        "configured token",
+      retryable: false,
+      details: {},
+    }),
+    401,
+    { "www-authenticate": 'Bearer realm="forge-gateway"' },
+  );
+}

@@ -3,28 +3,29 @@
 // face (toolGatewayHttpHandler, serveToolGateway).
 import { ToolEndpointClient } from "../client/client.ts";
 import type { ToolGateway } from "./gateway.ts";
-import { type ToolEndpointDescriptor, ToolError } from "../endpoint/models.ts";
+import type { ToolEndpointDescriptor } from "../endpoint/models.ts";
 import { controlResponseToPayload, invokeResponseToPayload } from "../wire/execution_payloads.ts";
 import { executionStatusToPayload, toolResultToPayload } from "../wire/outcome_payloads.ts";
 import {
   endpointDescriptorToPayload,
   endpointStatusToPayload,
 } from "../wire/management_payloads.ts";
-import { readJsonObject } from "./_http_body.ts";
+import { readInvokeBody, readJsonObject } from "./_http_body.ts";
 import { BearerTokens } from "./_http_auth.ts";
 import {
   badRequest,
   callFailure,
-  errorResponse,
+  endpointUnknown,
   HttpErrorCodes,
+  invocationNotFound,
   okResponse,
   serviceError,
+  unauthorized,
 } from "./_http_errors.ts";
 import { eventStream } from "./_http_sse.ts";
 import { InvocationStore, StoredInvocation } from "./_store.ts";
 import type { HttpSettings, ToolGatewayHttpRoute } from "./http_options.ts";
 
-const INVOKE_FIELDS: ReadonlySet<string> = new Set(["arguments", "caller_id", "timeout_ms"]);
 const CONTROL_FIELDS: ReadonlySet<string> = new Set(["reason"]);
 
 type Params = Readonly<Record<string, string | undefined>>;
@@ -233,35 +234,13 @@ export class GatewayHttpService {
       );
     }
     const operation = target.slice(0, -":invoke".length);
-    const body = await readJsonObject(request, this.#settings, INVOKE_FIELDS, false);
+    const body = await readInvokeBody(
+      request,
+      this.#settings,
+      this.#tokens === undefined ? undefined : callerId,
+    );
     if (!body.ok) return body.response;
-    const args = body.value.arguments ?? {};
-    if (args === null || typeof args !== "object" || Array.isArray(args)) {
-      return badRequest("arguments must be a JSON object");
-    }
-    const bodyCaller = body.value.caller_id;
-    if (
-      bodyCaller !== undefined && (typeof bodyCaller !== "string" || bodyCaller.trim() === "")
-    ) {
-      return badRequest("caller_id must be a non-empty string when provided");
-    }
-    if (this.#tokens !== undefined && bodyCaller !== undefined && bodyCaller !== callerId) {
-      return serviceError(
-        HttpErrorCodes.REQUEST_CONFLICT,
-        `caller_id '${bodyCaller}' is not the caller this token authenticates; omit caller_id`,
-      );
-    }
-    const timeout = body.value.timeout_ms;
-    const max = this.#settings.maxTimeoutMs;
-    if (
-      timeout !== undefined &&
-      (typeof timeout !== "number" || !Number.isSafeInteger(timeout) || timeout < 1 ||
-        timeout > max)
-    ) {
-      return badRequest(
-        `timeout_ms must be a positive integer at most ${max}: got ${JSON.stringify(timeout)}`,
-      );
-    }
+    const { args, callerId: bodyCaller, timeoutMs: timeout } = body.value;
     if (![...this.#gateway.registry.routes.values()].includes(endpointId)) {
       return endpointUnknown(endpointId);
     }
@@ -493,38 +472,4 @@ export class GatewayHttpService {
     for (const entry of this.#store.all()) this.#store.remove(entry);
     this.#clients.clear();
   }
-}
-
-function endpointUnknown(endpointId: string): Response {
-  return serviceError(
-    HttpErrorCodes.ENDPOINT_UNKNOWN,
-    `endpoint '${endpointId}' is not served by this gateway; GET /tools lists the endpoints`,
-    false,
-    { endpoint_id: endpointId },
-  );
-}
-
-function invocationNotFound(id: string): Response {
-  // The same body for an unknown id and another caller's invocation.
-  return serviceError(
-    HttpErrorCodes.INVOCATION_NOT_FOUND,
-    `invocation '${id}' not found (unknown, forgotten after its retention, or another caller's); ` +
-      `GET /invocations lists yours`,
-    false,
-    { invocation_id: id },
-  );
-}
-
-function unauthorized(): Response {
-  return errorResponse(
-    new ToolError({
-      code: HttpErrorCodes.UNAUTHORIZED,
-      message: "missing or unknown bearer token: send 'Authorization: Bearer <token>' with a " +
-        "configured token",
-      retryable: false,
-      details: {},
-    }),
-    401,
-    { "www-authenticate": 'Bearer realm="forge-gateway"' },
-  );
 }
