@@ -24,7 +24,7 @@ import {
 } from "./_http_errors.ts";
 import { eventStream } from "./_http_sse.ts";
 import { InvocationStore, StoredInvocation } from "./_store.ts";
-import type { HttpSettings, ToolGatewayHttpRoute } from "./http_options.ts";
+import type { HttpSettings, ToolGatewayHttpRoute, ToolGatewayHttpStats } from "./http_options.ts";
 
 const CONTROL_FIELDS: ReadonlySet<string> = new Set(["reason"]);
 
@@ -36,15 +36,6 @@ interface Route {
   readonly pattern: URLPattern;
   readonly public: boolean;
   readonly handle: RouteHandler;
-}
-
-/** Counters and table sizes of the service, a snapshot. */
-export interface HttpServiceStats {
-  readonly requests: number;
-  readonly invocations: number;
-  readonly runningInvocations: number;
-  readonly subscribers: number;
-  readonly clients: number;
 }
 
 /** One HTTP service over one gateway. */
@@ -109,7 +100,7 @@ export class GatewayHttpService {
     return this.#tokens !== undefined;
   }
 
-  get stats(): HttpServiceStats {
+  get stats(): ToolGatewayHttpStats {
     return {
       requests: this.#requests,
       invocations: this.#store.size,

@@ -7,11 +7,12 @@
  * @module
  */
 import type { ToolGateway } from "./gateway.ts";
-import { GatewayHttpService, type HttpServiceStats } from "./_http_service.ts";
+import { GatewayHttpService } from "./_http_service.ts";
 import {
   httpSettings,
   type ServeToolGatewayOptions,
   type ToolGatewayHttpOptions,
+  type ToolGatewayHttpStats,
 } from "./http_options.ts";
 import { optionMessage } from "../_internal/options.ts";
 
@@ -20,10 +21,8 @@ export type {
   ToolGatewayHttpOptions,
   ToolGatewayHttpRoute,
   ToolGatewayHttpRouteContext,
+  ToolGatewayHttpStats,
 } from "./http_options.ts";
-
-/** Counters and table sizes of a {@linkcode ToolGatewayHttpHandler}, a snapshot. */
-export type ToolGatewayHttpStats = HttpServiceStats;
 
 /**
  * The Tool API as a web-standard handler, with `close()` (ends event streams and running

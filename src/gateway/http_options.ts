@@ -152,6 +152,20 @@ export interface ServeToolGatewayOptions extends ToolGatewayHttpOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Counters and table sizes of a {@linkcode toolGatewayHttpHandler} handler, a snapshot. */
+export interface ToolGatewayHttpStats {
+  /** Requests answered since the start. */
+  readonly requests: number;
+  /** Action and Session invocations kept now, running and retained. */
+  readonly invocations: number;
+  /** Of those, the ones still running. */
+  readonly runningInvocations: number;
+  /** SSE streams attached now. */
+  readonly subscribers: number;
+  /** Per-caller clients (one per caller and endpoint), each on its own `gateway.connect()`. */
+  readonly clients: number;
+}
+
 /** The checked settings (internal). */
 export interface HttpSettings {
   readonly tokens: ReadonlyMap<string, string>;
