@@ -102,13 +102,16 @@ export interface ToolGatewayServer {
  * `info` record.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import { assertEquals } from "@std/assert";
  * import { serveToolGateway, ToolGateway } from "@forge/tool/gateway";
  *
- * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
- * const server = serveToolGateway(gateway, { port: 8080 });
- * // curl http://127.0.0.1:8080/tools
+ * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" }, logger: () => {} });
+ * const server = serveToolGateway(gateway, { port: 0, logger: () => {} });
+ * const response = await fetch(`http://127.0.0.1:${server.addr.port}/invocations`);
+ * assertEquals(await response.json(), { ok: true, data: { invocations: [] } });
  * await server.close();
+ * await gateway.close();
  * ```
  */
 export function serveToolGateway(
