@@ -247,3 +247,60 @@ Deno.test("http: the handler answers without a socket; unknown route 404 and wro
   await handler.close();
   await gateway.close();
 });
+
+Deno.test("http: the store is bounded: all running is 503 busy, an ended one gives way", async () => {
+  const h = await startHarness({ maxInvocations: 2, retentionMs: 60_000, stepMs: 200 });
+  const start = async (operation = "policy") =>
+    await h.json(`/tools/${ENDPOINT}/${operation}:invoke`, { ...POST, body: "{}" });
+  const idOf = (answer: { body: Record<string, unknown> }) =>
+    (answer.body.data as Record<string, unknown>).invocation_id as string;
+  const first = idOf(await start());
+  // The demo's policy runs one at a time: the endpoint's own bound is a 503 too.
+  const capacity = await start();
+  assertEquals([capacity.status, (capacity.body.error as Record<string, unknown>).code], [
+    503,
+    "FORGE_ENDPOINT_CAPACITY",
+  ]);
+  const second = idOf(await start("move"));
+  const busy = await start();
+  assertEquals(busy.status, 503);
+  assertEquals(busy.body.error, {
+    code: "FORGE_TOOL_GATEWAY_BUSY",
+    message: "2 invocations are running ('maxInvocations'); retry when one ends",
+    retryable: true,
+    details: {},
+  });
+  await h.json(`/invocations/${first}/stop`, POST);
+  await until(() => h.server.handler.stats.runningInvocations === 1, "the first to end");
+  const third = idOf(await start());
+  // The ended one gave way; the running one stays.
+  assertEquals((await h.json(`/invocations/${first}`)).status, 404);
+  const ids =
+    ((await h.json("/invocations")).body.data as { invocations: { invocation_id: string }[] })
+      .invocations.map((row) => row.invocation_id);
+  assertEquals(ids, [second, third]);
+  await h.close();
+  assertEquals(h.server.handler.stats.invocations, 0);
+});
+
+Deno.test("http: extraRoutes mount before the Tool API, behind the tokens unless public", async () => {
+  const h = await startHarness({
+    tokens: { "token-1234567890": "ops" },
+    extraRoutes: [
+      {
+        method: "GET",
+        pathname: "/metrics",
+        handler: (_r, { callerId }) => new Response(`m ${callerId}`),
+      },
+      { method: "GET", pathname: "/", public: true, handler: () => new Response("status page") },
+    ],
+  });
+  assertEquals((await h.fetch("/metrics")).status, 401);
+  const metrics = await h.fetch("/metrics", {
+    headers: { authorization: "Bearer token-1234567890" },
+  });
+  assertEquals([metrics.status, await metrics.text()], [200, "m ops"]);
+  const page = await h.fetch("/");
+  assertEquals([page.status, await page.text()], [200, "status page"]);
+  await h.close();
+});
