@@ -21,3 +21,14 @@ export {
   gatewayMetrics,
   type GatewayMetricsOptions,
 } from "./src/gateway/metrics.ts";
+export {
+  serveToolGateway,
+  type ServeToolGatewayOptions,
+  type ToolGatewayHttpHandler,
+  toolGatewayHttpHandler,
+  type ToolGatewayHttpOptions,
+  type ToolGatewayHttpRoute,
+  type ToolGatewayHttpRouteContext,
+  type ToolGatewayHttpStats,
+  type ToolGatewayServer,
+} from "./src/gateway/http.ts";

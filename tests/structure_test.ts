@@ -863,3 +863,23 @@ Deno.test("structure: only src/dora/ (and tests/dora/) import src/dora/_*, only 
   await walk(tests, "");
   assertEquals([...crossing, ...outside], []);
 });
+
+// ---------------------------------------------------------------------------------------------
+// The gateway's HTTP service (issue 19 §1): on Deno.serve + URLPattern, layered on the router
+
+Deno.test("gateway http: only src/gateway/http.ts calls Deno.serve, and the router imports no HTTP module", async () => {
+  const files = await sourceFiles();
+  const serving = [];
+  for (const file of files) {
+    const source = await Deno.readTextFile(new URL(file, SRC));
+    if (/Deno\.serve\s*\(/.test(source)) serving.push(file);
+  }
+  assertEquals(serving, ["gateway/http.ts"]);
+  const http = /^gateway\/(?:_?http\w*|_store)\.ts$/;
+  const routerFiles = files.filter((file) => file.startsWith("gateway/") && !http.test(file));
+  assert(routerFiles.includes("gateway/gateway.ts"), routerFiles.join(", "));
+  for (const file of routerFiles) {
+    const source = await Deno.readTextFile(new URL(file, SRC));
+    assertEquals(source.match(/from\s+["']\.\/(?:_?http\w*|_store)\.ts["']/g), null, `src/${file}`);
+  }
+});

@@ -1,0 +1,193 @@
+// Reading a request body for the HTTP service (private to src/gateway/): at most `maxBodyBytes`
+// (counted as the bytes arrive, so a streamed body without Content-Length is cut too), within
+// `bodyTimeoutMs`, parsed as one JSON object whose fields are all known.
+import { setLongTimeout } from "../_internal/timers.ts";
+import { badRequest, HttpErrorCodes, serviceError } from "./_http_errors.ts";
+
+const INVOKE_FIELDS: ReadonlySet<string> = new Set(["arguments", "caller_id", "timeout_ms"]);
+
+/** The bounds of one body read. */
+export interface BodyLimits {
+  readonly maxBodyBytes: number;
+  readonly bodyTimeoutMs: number;
+}
+
+/** A parsed body, or the error response to send instead. */
+export type BodyOutcome =
+  | { readonly ok: true; readonly value: Record<string, unknown> }
+  | { readonly ok: false; readonly response: Response };
+
+const NOT_AN_OBJECT = "request body must be a JSON object";
+
+/**
+ * Reads `request`'s body as a JSON object. `allowEmpty` reads an absent or empty body as `{}`.
+ * `fields` are the names the body may carry; any other is a 400 naming them, as Forge's Gateway
+ * words it: "unknown request field(s): 'x'".
+ */
+export async function readJsonObject(
+  request: Request,
+  limits: BodyLimits,
+  fields: ReadonlySet<string>,
+  allowEmpty: boolean,
+): Promise<BodyOutcome> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limits.maxBodyBytes) {
+    return { ok: false, response: tooLarge(limits.maxBodyBytes) };
+  }
+  let text: string;
+  if (request.body === null) {
+    text = "";
+  } else {
+    const read = await readLimited(request.body, limits);
+    if (typeof read !== "string") return { ok: false, response: read };
+    text = read;
+  }
+  if (text.trim() === "") {
+    return allowEmpty
+      ? { ok: true, value: {} }
+      : { ok: false, response: badRequest(NOT_AN_OBJECT) };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, response: badRequest(NOT_AN_OBJECT) };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { ok: false, response: badRequest(NOT_AN_OBJECT) };
+  }
+  const unknown = Object.keys(value).filter((key) => !fields.has(key)).sort();
+  if (unknown.length > 0) {
+    return {
+      ok: false,
+      response: badRequest(
+        // Forge Gateway's words, exactly.
+        `unknown request field(s): ${unknown.map((key) => `'${key}'`).join(", ")}`,
+      ),
+    };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+function tooLarge(maxBodyBytes: number): Response {
+  return serviceError(
+    HttpErrorCodes.BODY_TOO_LARGE,
+    `request body is larger than ${maxBodyBytes} bytes ('maxBodyBytes'); send a smaller body`,
+    false,
+    { max_body_bytes: maxBodyBytes },
+  );
+}
+
+/** The body as text, or the 413 / 408 / 400 response; the stream is cancelled on every failure. */
+async function readLimited(
+  body: ReadableStream<Uint8Array>,
+  limits: BodyLimits,
+): Promise<string | Response> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let timedOut = false;
+  const timer = setLongTimeout(() => {
+    timedOut = true;
+    reader.cancel("body timeout").catch(() => undefined);
+  }, limits.bodyTimeoutMs);
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (timedOut) break;
+      if (done) break;
+      total += value.byteLength;
+      if (total > limits.maxBodyBytes) {
+        reader.cancel("body too large").catch(() => undefined);
+        return tooLarge(limits.maxBodyBytes);
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    if (!timedOut) return badRequest(`the request body could not be read: ${error}`);
+  } finally {
+    timer.clear();
+    try {
+      reader.releaseLock();
+    } catch {
+      // A read still pending after a cancel: the lock goes with the stream.
+    }
+  }
+  if (timedOut) {
+    return serviceError(
+      HttpErrorCodes.BODY_TIMEOUT,
+      `the request body did not arrive within ${limits.bodyTimeoutMs} ms ('bodyTimeoutMs'); ` +
+        `send the whole body at once`,
+      true,
+      { body_timeout_ms: limits.bodyTimeoutMs },
+    );
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return badRequest(`${NOT_AN_OBJECT} (the body is not UTF-8)`);
+  }
+}
+
+/** A checked invoke body. */
+export interface InvokeBody {
+  readonly args: Record<string, unknown>;
+  /** The body's `caller_id`, if given. */
+  readonly callerId: string | undefined;
+  /** The body's `timeout_ms`, if given. */
+  readonly timeoutMs: number | undefined;
+}
+
+/**
+ * Reads an invoke body (`arguments`, `caller_id`, `timeout_ms`) with Forge Gateway's 400
+ * messages. `tokenCaller` is the authenticated caller when tokens are configured: a body
+ * `caller_id` must then name it (409 otherwise).
+ */
+export async function readInvokeBody(
+  request: Request,
+  limits: BodyLimits & { readonly maxTimeoutMs: number },
+  tokenCaller: string | undefined,
+): Promise<{ ok: true; value: InvokeBody } | { ok: false; response: Response }> {
+  const body = await readJsonObject(request, limits, INVOKE_FIELDS, false);
+  if (!body.ok) return body;
+  const fail = (response: Response) => ({ ok: false as const, response });
+  const args = body.value.arguments ?? {};
+  if (args === null || typeof args !== "object" || Array.isArray(args)) {
+    return fail(badRequest("arguments must be a JSON object"));
+  }
+  const callerId = body.value.caller_id;
+  if (callerId !== undefined && (typeof callerId !== "string" || callerId.trim() === "")) {
+    return fail(badRequest("caller_id must be a non-empty string when provided"));
+  }
+  if (tokenCaller !== undefined && callerId !== undefined && callerId !== tokenCaller) {
+    return fail(serviceError(
+      HttpErrorCodes.REQUEST_CONFLICT,
+      `caller_id '${callerId}' is not the caller this token authenticates; omit caller_id`,
+    ));
+  }
+  const timeout = body.value.timeout_ms;
+  const max = limits.maxTimeoutMs;
+  if (
+    timeout !== undefined &&
+    (typeof timeout !== "number" || !Number.isSafeInteger(timeout) || timeout < 1 ||
+      timeout > max)
+  ) {
+    return fail(badRequest(
+      `timeout_ms must be a positive integer at most ${max}: got ${JSON.stringify(timeout)}`,
+    ));
+  }
+  return {
+    ok: true,
+    value: {
+      args: args as Record<string, unknown>,
+      callerId: callerId as string | undefined,
+      timeoutMs: timeout as number | undefined,
+    },
+  };
+}
