@@ -10,7 +10,10 @@
  *   fast codec (`encodeToolEnvelopeIpc`), the Wire encode (`encodeEnvelope`), and the floor:
  *   `TextEncoder(JSON.stringify)` of the payload.
  * - the full node round trip (request bytes → binding → Query handler → response bytes): the
- *   generic codec around `dispatchInput` (the baseline) and the fast codec (`dispatchIpc`).
+ *   generic codec around `dispatchInput` (the baseline) and the fast codec (`dispatchIpc`), and
+ *   the bare floor of any node round trip: read the IPC message header (continuation marker and
+ *   metadata length), `JSON.parse` the `payload_json` bytes in place, call a function,
+ *   `JSON.stringify` its answer and write it behind an IPC message header.
  * - the fast round trip's parts, each alone: `decodeToolEnvelopeIpc` of the request,
  *   `handler.dispatch` of the decoded request, `encodeToolEnvelopeIpc` of its response (the
  *   summary compares the round trip with their sum: what the binding adds between the hops).
@@ -51,6 +54,40 @@ const textEncoder = new TextEncoder();
 function payloadJsonBytes(envelope: ToolEnvelope): Uint8Array {
   const batch = toolEnvelopeToMessage(envelope);
   return textEncoder.encode(batch.getChild("payload_json")!.get(0) as string);
+}
+
+/** Where `needle` starts in `haystack` (the bench's own setup; -1 when absent). */
+function indexOfBytes(haystack: Uint8Array, needle: Uint8Array): number {
+  outer: for (let at = 0; at + needle.length <= haystack.length; at++) {
+    for (let i = 0; i < needle.length; i++) if (haystack[at + i] !== needle[i]) continue outer;
+    return at;
+  }
+  throw new Error("payload_json not found in the IPC bytes");
+}
+
+/**
+ * The bare floor of a node round trip: the IPC message header read (continuation marker,
+ * metadata length), `JSON.parse` of the payload bytes, one function call, `JSON.stringify` of
+ * its answer, and the answer written behind an IPC message header.
+ */
+function floorRoundTrip(
+  bytes: Uint8Array,
+  payloadAt: number,
+  payloadLength: number,
+  call: (value: unknown) => unknown,
+): Uint8Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (view.getInt32(0, true) !== -1 || view.getInt32(4, true) <= 0) throw new Error("not IPC");
+  const value = JSON.parse(
+    textDecoder.decode(bytes.subarray(payloadAt, payloadAt + payloadLength)),
+  );
+  const text = JSON.stringify(call(value));
+  const out = new Uint8Array(8 + 3 * text.length);
+  const outView = new DataView(out.buffer);
+  const { written } = textEncoder.encodeInto(text, out.subarray(8));
+  outView.setInt32(0, -1, true);
+  outView.setInt32(4, written, true);
+  return out.subarray(0, 8 + written);
 }
 
 /** A Query endpoint that answers every invoke with a small result. */
@@ -207,6 +244,21 @@ for (const [name, envelope] of cases) {
     n,
     fn: async () => {
       for (let i = 0; i < k; i++) await fast.dispatchIpc(ipc);
+    },
+  });
+
+  // The floor: what any node answering IPC bytes with IPC bytes does at the least, on the same
+  // request bytes (the payload is found once, here; the answer is the response's payload).
+  const payloadAt = indexOfBytes(ipc, payload);
+  const answer = (await fast.handler.dispatch(decodeToolEnvelopeIpc(ipc)))[0].payload;
+  const floorCall = (value: unknown) => value === undefined ? undefined : answer;
+  Deno.bench({
+    name: `floor: IPC header read + JSON.parse + call + JSON.stringify + IPC write ${name}${each}`,
+    group: roundTripGroup,
+    warmup,
+    n,
+    fn: () => {
+      for (let i = 0; i < k; i++) floorRoundTrip(ipc, payloadAt, payload.length, floorCall);
     },
   });
 

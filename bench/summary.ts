@@ -67,6 +67,15 @@ const BENCH_FLAGS = ["--v8-flags=--expose-gc", "--allow-read", "--allow-env", "-
  */
 export const UNSTABLE_SPREAD = 0.25;
 
+/**
+ * The node round trip's target against its bare floor (docs/performance.md, "Node round trip and
+ * gateway hop"): the floor parses and writes the payload once; the node also checks the carrier
+ * and its headers, validates the request, runs the handler (models, ledger-free Query path,
+ * deadline, metrics) and builds a validated response: about 2× the floor for the codec and
+ * another 2–3× for the handler.
+ */
+const NODE_FLOOR_TARGET = 8;
+
 /** Runs `deno bench --json` on `files`; module output (console logs) is echoed as it was. */
 async function runBenches(
   files: readonly string[],
@@ -307,6 +316,14 @@ function keyRatios(report: BenchReport): KeyRatio[] {
         ),
         unit: "cost",
         target: typical ? { atMost: 1.15 } : undefined,
+      },
+      {
+        suite: "carrier",
+        measure: `node round trip ${size} (dispatchIpc) / bare floor (IPC header + JSON.parse + ` +
+          `call + JSON.stringify + IPC write)`,
+        value: ratio(avg(report, roundTrip, "fast"), avg(report, roundTrip, "floor")),
+        unit: "cost",
+        target: typical ? { atMost: NODE_FLOOR_TARGET } : undefined,
       },
       {
         suite: "carrier",

@@ -17,6 +17,7 @@ import {
   attachFramedRoute,
   describeEnvelope,
   receiveFramed,
+  sendValidated,
   ToolGateway,
   type ToolGatewayStats,
 } from "../gateway/gateway.ts";
@@ -209,7 +210,8 @@ export async function runToolGatewayNode(
         continue;
       }
       Promise.resolve()
-        .then(() => caller.send(request))
+        // Validated above, once: the copy forwarded to the provider is not validated again.
+        .then(() => sendValidated(caller, request))
         .catch(
           failed(
             "gateway_node.route_failed",

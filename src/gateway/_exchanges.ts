@@ -14,7 +14,7 @@ import type { NodeClock } from "../node/clock.ts";
 import type { EndpointRegistry } from "../node/registry.ts";
 import type { EndpointRegistryChange } from "../node/registry_records.ts";
 import { validateResponseCorrelation } from "../wire/correlation.ts";
-import { ToolEnvelope } from "../wire/envelope.ts";
+import { isFactoryTyped, ToolEnvelope } from "../wire/envelope.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
 import { type GatewayAnswers, replacedError, unavailableError } from "./_answers.ts";
 import {
@@ -25,6 +25,7 @@ import {
   executionKey,
   type ExecutionRecord,
   type GatewayCounters,
+  newCaller,
   type PendingExchange,
   type RouteLink,
   TERMINAL_EVENT_TYPES,
@@ -85,14 +86,7 @@ export class ExchangeRouter {
 
   /** A new caller (see `ToolGateway.connect`). */
   addCaller(callerId: string | undefined): Caller {
-    const caller: Caller = {
-      deliver: undefined,
-      closed: false,
-      callerId,
-      get identity() {
-        return callerId ?? caller;
-      },
-    };
+    const caller = newCaller(callerId);
     this.#callers.add(caller);
     return caller;
   }
@@ -100,7 +94,11 @@ export class ExchangeRouter {
   // -------------------------------------------------------------------------------------------
   // Callers -> providers
 
-  async send(caller: Caller, request: ToolEnvelope): Promise<void> {
+  /**
+   * Forwards `request`; `validated` when the edge that received it ran its typed validation (a
+   * request a factory built is known validated either way).
+   */
+  async send(caller: Caller, request: ToolEnvelope, validated = false): Promise<void> {
     if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
     if (!EXECUTION_REQUESTS.has(request.messageType)) {
       throw new RangeError(`a caller sends execution requests, not ${request.messageType}`);
@@ -218,7 +216,12 @@ export class ExchangeRouter {
       return;
     }
     const exchangeId = `${request.requestId}@gateway-${++this.#exchangeNumber}`;
-    const forwarded = withExchange(request, exchangeId, target);
+    const forwarded = withExchange(
+      request,
+      exchangeId,
+      target,
+      validated || isFactoryTyped(request),
+    );
     let frame: unknown;
     try {
       // The route's framing, once (the Dora edge encodes IPC here; it may find it too large).
@@ -406,7 +409,13 @@ export class ExchangeRouter {
     this.#stats.answered += 1;
     this.#answers.deliver(
       exchange.caller,
-      withExchange(response, exchange.request.requestId, exchange.request.endpointInstanceId),
+      // Every answer reaching the router was validated on receipt (see ToolGateway.receive).
+      withExchange(
+        response,
+        exchange.request.requestId,
+        exchange.request.endpointInstanceId,
+        true,
+      ),
     );
   }
 

@@ -7,6 +7,7 @@
  * @module
  */
 import type { ToolEnvelope } from "../wire/envelope.ts";
+import type { ToolClientTransport } from "../client/transport.ts";
 import type { ToolGateway } from "./gateway.ts";
 
 // The module-private tokens of attachFramedRoute and receiveFramed (the hidden third arguments of
@@ -17,6 +18,15 @@ export class RouteFraming {
 }
 export class FramedMessage {
   constructor(readonly decode: (maxMessageBytes?: number) => ToolEnvelope) {}
+}
+
+// The module-private token of sendValidated (the hidden second argument of a gateway caller's
+// `send`): only an edge that validated the request itself can pass it.
+const VALIDATED = Object.freeze({ validated: true });
+
+/** True when `token` is the hidden argument of {@linkcode sendValidated}. */
+export function isValidatedToken(token: unknown): boolean {
+  return token === VALIDATED;
 }
 
 /** `attachRoute` with its hidden third argument (see RouteFraming). */
@@ -66,4 +76,20 @@ export function receiveFramed(
     undefined,
     new FramedMessage(decode),
   );
+}
+
+/** A gateway caller's `send` with its hidden second argument (see VALIDATED). */
+type ValidatedSend = (request: ToolEnvelope, token: unknown) => void | Promise<void>;
+
+/**
+ * @internal `caller.send(request)` on a caller of {@linkcode ToolGateway.connect} for an edge
+ * that decoded `request` and ran its typed validation itself: the copy the gateway forwards is
+ * marked validated, so the route's encoder does not validate it a second time. Never exported
+ * from the package's entry points.
+ */
+export function sendValidated(
+  caller: ToolClientTransport,
+  request: ToolEnvelope,
+): void | Promise<void> {
+  return (caller.send as unknown as ValidatedSend).call(caller, request, VALIDATED);
 }

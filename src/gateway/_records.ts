@@ -7,7 +7,7 @@
  */
 import { TERMINAL_EXECUTION_PHASE_VALUES } from "../endpoint/constants.ts";
 import type { ToolError } from "../endpoint/models.ts";
-import { ToolEnvelope } from "../wire/envelope.ts";
+import { envelopeFromFactory, ToolEnvelope, type ToolEnvelopeInit } from "../wire/envelope.ts";
 
 /** The message types a caller may send. */
 export const EXECUTION_REQUESTS: ReadonlySet<string> = new Set<string>([
@@ -28,6 +28,19 @@ export interface Caller {
   readonly identity: unknown;
   /** The `callerId` it connected with, if any. */
   readonly callerId: string | undefined;
+}
+
+/** A connected caller, not yet delivering; `identity` as {@linkcode Caller.identity} says. */
+export function newCaller(callerId: string | undefined): Caller {
+  const caller: Caller = {
+    deliver: undefined,
+    closed: false,
+    callerId,
+    get identity() {
+      return callerId ?? caller;
+    },
+  };
+  return caller;
 }
 
 /**
@@ -126,13 +139,24 @@ export function describe(envelope: ToolEnvelope): string {
   return `${envelope.messageType} endpoint_id=${envelope.endpointId} invocation_id=${envelope.invocationId} attempt_id=${envelope.attemptId} request_id=${envelope.requestId}`;
 }
 
-/** A copy of `envelope` with another request id and instance (both may be absent). */
+/** The typed validation of a copy whose source passed it (see {@linkcode withExchange}). */
+function validatedSource(): void {}
+
+/**
+ * A copy of `envelope` with another request id and instance (both may be absent). When
+ * `validated` (the source passed its typed validation: a factory built it, or the edge that
+ * received it validated it), the copy is marked validated as a factory's envelope is: the typed
+ * validation reads the payload and the execution headers, which the copy keeps, never the
+ * request id or the instance, so the encoders need not run it again. A payload the source holds
+ * as a canonical copy is taken as it is (see `copyJson`).
+ */
 export function withExchange(
   envelope: ToolEnvelope,
   requestId: string | undefined,
   endpointInstanceId: string | undefined,
+  validated: boolean,
 ): ToolEnvelope {
-  return new ToolEnvelope({
+  const init: ToolEnvelopeInit = {
     messageType: envelope.messageType,
     requestId,
     invocationId: envelope.invocationId,
@@ -141,5 +165,6 @@ export function withExchange(
     endpointInstanceId,
     operation: envelope.operation,
     payload: envelope.payload,
-  });
+  };
+  return validated ? envelopeFromFactory(init, validatedSource) : new ToolEnvelope(init);
 }

@@ -9,8 +9,7 @@
  * belongs to the edge that attaches the route (the Dora gateway node encodes and decodes Arrow IPC
  * once per message, through {@linkcode attachFramedRoute} and {@linkcode receiveFramed}).
  *
- * Over 400 lines because the class doc example and the option checks are long; the routing
- * itself is in `_exchanges.ts`, `_registry_host.ts` and `_answers.ts`.
+ * Over 400 lines for the class doc example; the routing is in the `_` modules beside it.
  *
  * @module
  */
@@ -27,7 +26,7 @@ import { GatewayAnswers, unavailableError } from "./_answers.ts";
 import { ExchangeRouter } from "./_exchanges.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
 import { RegistryHost } from "./_registry_host.ts";
-import { FramedMessage, RouteFraming } from "./_framing.ts";
+import { FramedMessage, isValidatedToken, RouteFraming } from "./_framing.ts";
 import type { EndpointRegistryRecord } from "../node/registry_records.ts";
 import { type ToolGatewayWaitOptions, waitForEndpoint } from "./_discovery.ts";
 import {
@@ -51,7 +50,7 @@ export type {
   ToolGatewayStats,
 } from "./options.ts";
 export { describe as describeEnvelope } from "./_records.ts";
-export { attachFramedRoute, receiveFramed } from "./_framing.ts";
+export { attachFramedRoute, receiveFramed, sendValidated } from "./_framing.ts";
 export type { ToolGatewayWaitOptions } from "./_discovery.ts";
 export type { GatewayRegistryEvent, GatewayRegistryEventsOptions } from "./_registry_events.ts";
 
@@ -463,7 +462,9 @@ export class ToolGateway {
     }
     const caller = this.#exchanges.addCaller(callerId);
     return {
-      send: (request) => this.#exchanges.send(caller, request),
+      // Only sendValidated passes the token: the edge validated the request itself.
+      send: (request: ToolEnvelope, token?: unknown) =>
+        this.#exchanges.send(caller, request, isValidatedToken(token)),
       connect: (deliver) => {
         if (typeof deliver !== "function") throw new TypeError("deliver must be a function");
         if (caller.deliver !== undefined) throw new Error("this caller is already connected");
