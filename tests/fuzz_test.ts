@@ -21,7 +21,9 @@ import {
  * The CI budget: inputs per target before the suite weights (dispatch 1/2, security end-to-end
  * batches 1/10, chaos schedules 1/4, FFI scripts 3 %, requests after Stop 5 %,
  * shutdown scenarios 1/10, lossy caller scenarios 2 %), and a cap per target so a slow machine
- * cannot stretch CI (inputs not reached by then are skipped, not failed).
+ * cannot stretch CI (inputs not reached by then are skipped, not failed; the input running when
+ * the cap passes runs to its end and is checked, so a loaded machine can make a target run fewer
+ * inputs, never fail).
  */
 const CI_BUDGET = {
   runs: 600,
