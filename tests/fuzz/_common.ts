@@ -17,7 +17,12 @@ export interface Budget {
   readonly runs: number;
   /** The base seed; every batch derives its own. */
   readonly seed: number;
-  /** Stop feeding a target new inputs after this many milliseconds (a success, not a failure). */
+  /**
+   * Stop feeding a target new inputs after this many milliseconds: the inputs not reached are
+   * skipped, which is a success, not a failure. An input already running when the cap passes
+   * runs to its end (and is checked): it is never abandoned in the background, so a run may
+   * overshoot the cap by one input.
+   */
   readonly timeLimitMs?: number;
   /** Inputs per batch (the heap is checked between batches), overriding the targets' own. */
   readonly batchSize?: number;
@@ -184,7 +189,11 @@ function describe(error: unknown): string {
     const cause = error.cause === undefined ? "" : ` (cause: ${describe(error.cause)})`;
     return `${error.name}: ${error.message}${cause}`;
   }
-  return String(error);
+  // A bare `null` or `"x"` in a report reads like a missing error: say what was thrown.
+  if (error === null || typeof error !== "object") {
+    return `non-Error thrown: ${typeof error === "string" ? JSON.stringify(error) : String(error)}`;
+  }
+  return `non-Error thrown: ${String(error)}`;
 }
 
 /** The message of an error, with its name and cause, for reports. */
@@ -293,7 +302,14 @@ export async function runTarget<T>(
   const deadline = budget.timeLimitMs === undefined
     ? Infinity
     : performance.now() + budget.timeLimitMs;
-  const predicate = timed(target, counters, report, budget.timeBounds ?? "enforce");
+  const timedCheck = timed(target, counters, report, budget.timeBounds ?? "enforce");
+  // The time cap is checked before each input, never raced against a running one (fast-check's
+  // interruptAfterTimeLimit abandons the running input to the background, and reports a batch
+  // it interrupted before any input passed as failed, with no error and no counterexample).
+  const predicate = (input: T) => {
+    if (performance.now() >= deadline) throw new fc.PreconditionFailure(true);
+    return timedCheck(input);
+  };
   const arbitrary = target.arbitrary();
   let baseline: number | null = baselines?.get(target.name) ?? null;
   for (let done = 0, batch = 0; done < runs; batch++) {
@@ -301,28 +317,16 @@ export async function runTarget<T>(
     if (remaining <= 0) break;
     const numRuns = Math.min(batchSize, runs - done);
     const seed = batchSeed(budget.seed, batch);
-    const plugins = Number.isFinite(remaining)
-      ? [fc.interruptAfterTimeLimit(Math.max(1, Math.floor(remaining)))]
-      : [];
     const property = target.async
       ? fc.asyncProperty(arbitrary, predicate as (input: T) => Promise<void>)
       : fc.property(arbitrary, predicate as (input: T) => void);
-    const details = await fc.check(property as fc.IAsyncProperty<[T]>, {
-      numRuns,
-      seed,
-      plugins,
-    });
+    const details = await fc.check(property as fc.IAsyncProperty<[T]>, { numRuns, seed });
     report.batches++;
     report.inputs += details.numRuns;
     done += numRuns;
-    if (details.failed) {
-      report.failures.push({
-        target: target.name,
-        seed: details.seed,
-        path: details.counterexamplePath,
-        error: describe(details.errorInstance),
-        input: toJsonable((details.counterexample as unknown[] | null)?.[0]),
-      });
+    const failure = counterexampleOf(target.name, details);
+    if (failure !== null) {
+      report.failures.push(failure);
       break;
     }
     if (details.interrupted) break;
@@ -349,6 +353,48 @@ export async function runTarget<T>(
     }
   }
   return report;
+}
+
+/** The parts of fast-check's run details {@linkcode counterexampleOf} reads. */
+export type CheckDetails = Pick<
+  fc.RunDetails<[unknown]>,
+  | "failed"
+  | "interrupted"
+  | "numRuns"
+  | "numSkips"
+  | "seed"
+  | "counterexample"
+  | "counterexamplePath"
+  | "errorInstance"
+>;
+
+/**
+ * The counterexample of one fast-check batch, or `null` when the batch holds none. fast-check
+ * also reports `failed` without a counterexample: when a run was interrupted before any input
+ * passed (the time cap: inputs not reached are skipped, not failed, so this is no failure), and
+ * when more inputs were skipped than `maxSkipsPerRun` allows (a harness fault, reported as such;
+ * no target uses pre-conditions).
+ */
+export function counterexampleOf(target: string, details: CheckDetails): Counterexample | null {
+  if (!details.failed) return null;
+  if (details.counterexample === null) {
+    if (details.interrupted) return null;
+    return {
+      target,
+      seed: details.seed,
+      path: null,
+      error: `fast-check failed the batch without a counterexample: ${details.numRuns} input(s) ` +
+        `passed, ${details.numSkips} skipped (more than maxSkipsPerRun allows?)`,
+      input: null,
+    };
+  }
+  return {
+    target,
+    seed: details.seed,
+    path: details.counterexamplePath,
+    error: describe(details.errorInstance),
+    input: toJsonable(details.counterexample[0]),
+  };
 }
 
 function mib(bytes: number): string {

@@ -12,7 +12,7 @@
 // event; a trusted dispatchInput only ever rejects with the sink's own failure. When the ledger
 // is large enough to retain every key of the schedule, a terminal status or result, once
 // answered, never changes. At the end every hold is released and every deferred start settled,
-// close() must return within its grace, every invoke must have been answered exactly once,
+// close() must return (waited for, not timed), every invoke must have been answered exactly once,
 // unless its start (or the Query) never settles or the sink refused its response, and once every
 // execution is observed terminal no admission permit is in use.
 import fc from "fast-check";
@@ -68,8 +68,11 @@ import {
   tick,
 } from "./_common.ts";
 import { canon } from "./wire.ts";
+import { deadline, DeadlineError } from "@std/async";
 
 const ENDPOINT = "chaos.arm";
+/** A close() still pending after this long never returns (its grace is 10 ms): a hang. */
+const CLOSE_HANG_GUARD_MS = 30_000;
 const INSTANCE = "instance-1";
 type ExecOp = "move" | "serve";
 type Terminal = "completed" | "failed" | "cancelled" | "stopped";
@@ -689,7 +692,6 @@ export async function runSchedule(
   }
 
   let closing: Promise<void> | undefined;
-  let closeStarted = 0;
 
   async function step(s: Step) {
     switch (s.kind) {
@@ -820,7 +822,6 @@ export async function runSchedule(
       }
       case "close":
         if (closing === undefined) {
-          closeStarted = performance.now();
           closing = handler.close({ graceMs: 5 });
           track(closing);
           count("closes");
@@ -916,12 +917,15 @@ export async function runSchedule(
       invariant(closing !== undefined, "provider calls were abandoned without a close()");
       count("permit check skipped (provider calls abandoned by close)");
     }
-    closeStarted = performance.now();
-    const closed = handler.close({ graceMs: 10 });
-    let closedAt = Infinity;
-    closed.then(() => (closedAt = performance.now()));
-    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 500))]);
-    invariant(closedAt - closeStarted < 400, "close() did not return within its grace");
+    // close() returns once its grace has run out (about twice graceMs): waited for, not timed,
+    // so a loaded machine cannot fail it; how long the schedule took is the runner's time bound.
+    // The guard only turns a close() that never returns into a report instead of a hung run.
+    try {
+      await deadline(handler.close({ graceMs: 10 }), CLOSE_HANG_GUARD_MS);
+    } catch (error) {
+      if (!(error instanceof DeadlineError)) throw error;
+      throw new Error(`close({ graceMs: 10 }) did not return in ${CLOSE_HANG_GUARD_MS} ms`);
+    }
     if (closing !== undefined) await closing;
     for (let i = 0; i < 3; i++) await tick();
     checkState();

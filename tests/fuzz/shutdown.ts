@@ -398,7 +398,6 @@ export async function runShutdownScenario(
   const flow = new LoopbackDataflow();
   const registry = new EndpointRegistry({ routes: { robot: ENDPOINT }, leaseTtlMs: 60_000 });
   const logs: string[] = [];
-  const started = performance.now();
   const serving = serveToolEndpoint(handler, {
     transport: flow.transport,
     codec: scenario.codec,
@@ -464,7 +463,6 @@ export async function runShutdownScenario(
   }
   const stats = await serving;
   await gateway;
-  const elapsed = performance.now() - started;
 
   // Every accepted execution: exactly one terminal event, after its response, in sequence.
   const terminal = checkEvents(published, new Set(accepted.keys()));
@@ -492,8 +490,6 @@ export async function runShutdownScenario(
     logs.every((line) => !line.startsWith("error") && !line.startsWith("warn")),
     () => `logged: ${logs.join(" | ")}`,
   );
-  // Bound: the grace, the convergence's publication, the unregister round trip, and slack.
-  invariant(elapsed < 2_000 + 3 * scenario.graceMs, () => `serving took ${elapsed} ms`);
   await checkOutcomes(handler, accepted, terminal, counters);
   await Promise.all(background);
   count(
