@@ -171,7 +171,13 @@ Deno.bench({
 Deno.bench({
   name: "dispatch invoke + status + result (distinct keys, ledger churn)",
   group: "action round trip",
-  fn: () => roundTrip(churn, pool[next++ % POOL]),
+  // An `async` function, not one returning a promise: deno bench awaits a case only when its
+  // function is an `AsyncFunction`, and otherwise starts iterations back to back without
+  // draining microtasks, so 64 invokes were admitted (max_concurrency) and every later one was
+  // rejected at once; the figure timed those rejections' synchronous prefix.
+  fn: async () => {
+    await roundTrip(churn, pool[next++ % POOL]);
+  },
 });
 
 const sessionChurn = handler();
@@ -328,10 +334,30 @@ Deno.bench({
   name: "hand-written SPI provider: invoke + status + result (baseline)",
   group: "provider definitions",
   baseline: true,
-  fn: () => settledRoundTrip(handTarget, pool[handNext++ % POOL]),
+  fn: async () => {
+    await settledRoundTrip(handTarget, pool[handNext++ % POOL]);
+  },
 });
 Deno.bench({
   name: "defineAction provider: invoke + status + result",
   group: "provider definitions",
-  fn: () => settledRoundTrip(helperTarget, pool[helperNext++ % POOL]),
+  fn: async () => {
+    await settledRoundTrip(helperTarget, pool[helperNext++ % POOL]);
+  },
+});
+
+// Every bench here must exercise what it names: an invoke the handler rejected (a case that is
+// not awaited fills max_concurrency) would time a rejection instead. Reported, not thrown: the
+// summary then shows the figures beside this line.
+globalThis.addEventListener("unload", () => {
+  const targets = { churn, sessionChurn, queryTarget, handTarget, helperTarget };
+  for (const [name, target] of Object.entries(targets)) {
+    for (const [operation, metrics] of Object.entries(target.metrics.operations)) {
+      if (metrics.rejected > 0) {
+        console.error(
+          `ledger bench INVALID: ${name} rejected ${metrics.rejected} ${operation} invokes`,
+        );
+      }
+    }
+  }
 });

@@ -297,28 +297,58 @@ function copy(
         if (root) markCanonical(out, height, flag);
         return Object.freeze(out);
       }
-      let entries: [string, unknown][];
+      let keys: string[];
+      let items: Map<string, unknown> | Record<string, unknown>;
       if (value instanceof Map) {
-        entries = [];
-        for (const [key, item] of value) {
+        keys = [];
+        for (const key of value.keys()) {
           if (typeof key !== "string") throw report("key-type", path, "");
-          entries.push([key, item]);
+          keys.push(key);
         }
-        entries.sort((x, y) => compareCodePoints(x[0], y[0]));
+        keys.sort(compareCodePoints);
+        items = value;
       } else if (isPlainObject(value)) {
-        entries = sortedKeys(value).map((key) => [key, value[key]]);
+        keys = sortedKeys(value);
+        items = value;
       } else {
         throw report("unsupported", path, typeName(value));
       }
+      const map = items instanceof Map ? items : undefined;
       const out: Record<string, unknown> = {};
       // Only the exact parser marks objects, and its output is only ever copied by the decoders,
       // with `integers` false (a copy's canonical result is reused as it is, never copied again):
       // other copies need not look for marks.
       if (!integers) copyFloatMembers(value, out);
-      for (const [key, item] of entries) {
+      for (let k = 0; k < keys.length; k++) {
+        const key = keys[k];
         if (hasLoneSurrogate(key)) throw report("key-surrogate", path, "");
         if (isArrayIndex(key)) flag = 1;
-        setOwn(out, key, copy(item, `${path}.${key}`, report, depth + 1, integers, facts, false));
+        const item = map === undefined ? (items as Record<string, unknown>)[key] : map.get(key);
+        // A member that is taken as it is (a valid string, a boolean, null, a canonical value
+        // within the depth bound) needs no path: the member's path is built only for a value
+        // that is copied or may be refused (the profile found these strings in every copy).
+        let member: unknown;
+        if (depth >= MAX_JSON_DEPTH) {
+          member = copy(item, `${path}.${key}`, report, depth + 1, integers, facts, false);
+        } else if (typeof item === "string" && !hasLoneSurrogate(item)) {
+          member = item;
+          facts.height = 0;
+          facts.flag = 0;
+        } else if (typeof item === "boolean" || item === null) {
+          member = item;
+          facts.height = 0;
+          facts.flag = 0;
+        } else {
+          const known = typeof item === "object" ? CanonicalMark.packedOf(item) : -1;
+          if (known >= 0 && depth + 1 + (known >> 1) <= MAX_JSON_DEPTH) {
+            member = item;
+            facts.height = known >> 1;
+            facts.flag = known & 1;
+          } else {
+            member = copy(item, `${path}.${key}`, report, depth + 1, integers, facts, false);
+          }
+        }
+        setOwn(out, key, member);
         if (facts.height + 1 > height) height = facts.height + 1;
         flag |= facts.flag;
       }

@@ -11,7 +11,7 @@ import type { ToolCallOptions, ToolEndpointImplementation } from "../endpoint/sp
 import { logSafely, type ToolLogger, type ToolLogIds, type ToolLogLevel } from "../endpoint/log.ts";
 import type { ToolTracer } from "../endpoint/trace.ts";
 import type { ExecutionRecord } from "./_ledger.ts";
-import { AbortFanout, atDeadline, type DeadlineTimer, raceAbort } from "./_abort.ts";
+import { AbortFanout, atDeadline, type DeadlineTimer, PendingSet } from "./_abort.ts";
 import type { HandlerSettings } from "./_options.ts";
 
 /** Why a provider call still pending when close()'s grace ran out ended. */
@@ -53,7 +53,7 @@ export class ProviderCalls {
   readonly enforceDeadlines: boolean;
   readonly #now: () => number;
   readonly #implementations: ReadonlyMap<string, ToolEndpointImplementation>;
-  readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #inFlight = new PendingSet();
   readonly #lifetime = new AbortController();
   readonly #abandon = new AbortController();
   // One listener per shared signal, fanning out: linking a call costs O(1) however many pend.
@@ -81,7 +81,7 @@ export class ProviderCalls {
   }
 
   /** Provider calls in progress (each tracked until it settles). */
-  get inFlight(): ReadonlySet<Promise<unknown>> {
+  get inFlight(): Iterable<Promise<unknown>> {
     return this.#inFlight;
   }
 
@@ -208,10 +208,30 @@ export class ProviderCalls {
     } catch (error) {
       promise = Promise.reject(error);
     }
-    this.#inFlight.add(promise);
-    const forget = () => this.#inFlight.delete(promise);
-    promise.then(forget, forget);
-    return raceAbort(promise, this.#onAbandon);
+    // One pair of reactions on the provider's promise both forgets the call and settles the
+    // race against close()'s abandonment (raceAbort's, inlined): the call is forgotten in the
+    // same microtask as before, just before its caller resumes.
+    const forget = this.#inFlight.add(promise);
+    const abandon = this.#onAbandon;
+    if (abandon.signal.aborted) {
+      promise.then(forget, forget);
+      return Promise.reject(abandon.signal.reason);
+    }
+    return new Promise<T>((resolve, reject) => {
+      const unsubscribe = abandon.subscribe(reject);
+      promise.then(
+        (value) => {
+          forget();
+          unsubscribe();
+          resolve(value);
+        },
+        (error) => {
+          forget();
+          unsubscribe();
+          reject(error);
+        },
+      );
+    });
   }
 
   /** The options of a status, result or control call. */

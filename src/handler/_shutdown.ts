@@ -15,7 +15,7 @@ export async function shutDown(
   calls: ProviderCalls,
   ledger: ExecutionLedger,
   lifecycle: ExecutionLifecycle,
-  dispatches: ReadonlySet<Promise<unknown>>,
+  dispatches: Iterable<Promise<unknown>>,
   graceMs: number,
 ): Promise<void> {
   if (calls.close()) {

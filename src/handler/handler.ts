@@ -30,6 +30,7 @@ import {
   type ToolRequestRoute,
 } from "./_routes.ts";
 import { ProviderCalls } from "./_calls.ts";
+import { PendingSet } from "./_abort.ts";
 import { QueryPath } from "./_query.ts";
 import { shutDown } from "./_shutdown.ts";
 import { type DispatchOptions, RequestAnswers } from "./_dispatch.ts";
@@ -116,7 +117,7 @@ export class ToolEndpointHandler {
   readonly #ledger: ExecutionLedger;
   readonly #lifecycle: ExecutionLifecycle;
   readonly #requests: RequestAnswers;
-  readonly #dispatches = new Set<Promise<unknown>>();
+  readonly #dispatches = new PendingSet();
   readonly #watchers: StateWatchers;
 
   /**
@@ -306,9 +307,7 @@ export class ToolEndpointHandler {
     // Only dispatchRouted passes ROUTE_TRUSTED; any other value is ignored.
     const work = this.#requests.answer(request, options, routed === ROUTE_TRUSTED);
     // close() waits for answers, not only for provider calls.
-    this.#dispatches.add(work);
-    const forget = () => this.#dispatches.delete(work);
-    work.then(forget, forget);
+    this.#dispatches.track(work);
     return work;
   }
 
