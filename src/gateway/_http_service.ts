@@ -24,8 +24,8 @@ import {
 } from "./_http_errors.ts";
 import { eventStream } from "./_http_sse.ts";
 import { InvocationStore, StoredInvocation } from "./_store.ts";
-import { statusPageResponse } from "./_status_page.ts";
-import { statusFeed } from "./_status_feed.ts";
+import { statusPageResponse } from "./_http_status_page.ts";
+import { statusFeed } from "./_http_status_feed.ts";
 import type { HttpSettings, ToolGatewayHttpRoute, ToolGatewayHttpStats } from "./http_options.ts";
 
 const CONTROL_FIELDS: ReadonlySet<string> = new Set(["reason"]);

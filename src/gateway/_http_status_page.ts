@@ -20,7 +20,8 @@ const $ = (id) => document.getElementById(id);
 const KEY = "forge-gateway-token";
 const endpoints = new Map();
 const invocations = new Map();
-let current;
+// Browser code: the feed now (its fetch is aborted on reconnect); timers are the window's.
+const feed = { controller: undefined };
 function auth() {
   const token = sessionStorage.getItem(KEY);
   return token ? { authorization: "Bearer " + token } : {};
@@ -112,15 +113,15 @@ function handle(event, data) {
   render();
 }
 async function connect() {
-  current?.abort();
+  feed.controller?.abort();
   const controller = new AbortController();
-  current = controller;
+  feed.controller = controller;
   let res;
   try {
     res = await fetch("events", { headers: auth(), signal: controller.signal, cache: "no-store" });
   } catch {
     status("disconnected", false);
-    return void setTimeout(connect, 2000);
+    return void window.setTimeout(connect, 2000);
   }
   if (res.status === 401) {
     $("auth").hidden = false;
@@ -128,7 +129,7 @@ async function connect() {
   }
   if (!res.ok) {
     status("error " + res.status, false);
-    return void setTimeout(connect, 2000);
+    return void window.setTimeout(connect, 2000);
   }
   $("auth").hidden = true;
   status("live", true);
@@ -151,9 +152,9 @@ async function connect() {
       }
     }
   } catch {}
-  if (current === controller) {
+  if (feed.controller === controller) {
     status("disconnected", false);
-    setTimeout(connect, 2000);
+    window.setTimeout(connect, 2000);
   }
 }
 $("auth").addEventListener("submit", (e) => {
@@ -162,8 +163,8 @@ $("auth").addEventListener("submit", (e) => {
   $("token").value = "";
   connect();
 });
-setInterval(() => { for (const id of endpoints.keys()) refresh(id); }, 5000);
-setInterval(render, 1000);
+window.setInterval(() => { for (const id of endpoints.keys()) refresh(id); }, 5000);
+window.setInterval(render, 1000);
 connect();
 `;
 
@@ -192,15 +193,11 @@ async function sha256Source(text: string): Promise<string> {
   return `'sha256-${btoa(String.fromCharCode(...new Uint8Array(digest)))}'`;
 }
 
-/** The page's Content-Security-Policy: nothing but its own style, script and origin. */
-export function statusPagePolicy(): Promise<string> {
-  // A constant, computed once (the digest API is asynchronous).
-  return policy ??= computePolicy();
-}
-
-let policy: Promise<string> | undefined;
-
-async function computePolicy(): Promise<string> {
+/**
+ * The page's Content-Security-Policy: nothing but its own style, script and origin. Computed per
+ * request (two SHA-256 digests of a few KB), so the module keeps no state.
+ */
+export async function statusPagePolicy(): Promise<string> {
   const [style, script] = await Promise.all([sha256Source(STYLE), sha256Source(SCRIPT)]);
   return [
     "default-src 'none'",
