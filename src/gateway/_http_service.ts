@@ -24,6 +24,8 @@ import {
 } from "./_http_errors.ts";
 import { eventStream } from "./_http_sse.ts";
 import { InvocationStore, StoredInvocation } from "./_store.ts";
+import { statusPageResponse } from "./_http_status_page.ts";
+import { statusFeed } from "./_http_status_feed.ts";
 import type { HttpSettings, ToolGatewayHttpRoute, ToolGatewayHttpStats } from "./http_options.ts";
 
 const CONTROL_FIELDS: ReadonlySet<string> = new Set(["reason"]);
@@ -48,6 +50,8 @@ export class GatewayHttpService {
   /** One client per (caller, endpoint), each on its own `gateway.connect()` transport. */
   readonly #clients = new Map<string, ToolEndpointClient>();
   readonly #pumps = new Set<Promise<void>>();
+  /** The enders of the open status feeds (`GET /events`). */
+  readonly #feeds = new Set<() => void>();
   #requests = 0;
   #closed = false;
 
@@ -75,6 +79,12 @@ export class GatewayHttpService {
         handle: async (request, callerId, params) =>
           await extra.handler(request, { callerId, params }),
       })),
+      ...(settings.statusPage
+        ? [
+          { ...route("GET", "/", () => statusPageResponse()), public: true },
+          route("GET", "/events", (_r, c) => Promise.resolve(this.#feed(c))),
+        ]
+        : []),
       route("GET", "/tools", () => Promise.resolve(this.#listTools())),
       route("GET", "/tools/:endpoint", (_r, _c, p) => Promise.resolve(this.#tool(p.endpoint!))),
       route("POST", "/tools/:endpoint/:target", (r, c, p) => this.#invoke(r, c, p)),
@@ -194,6 +204,23 @@ export class GatewayHttpService {
       descriptor: endpointDescriptorToPayload(record.descriptor),
       status: status === undefined ? null : endpointStatusToPayload(status).status,
     });
+  }
+
+  #feed(callerId: string): Response {
+    const response = statusFeed({
+      gateway: this.#gateway,
+      store: this.#store,
+      view: (entry) => this.#view(entry),
+      now: () => this.#settings.clock.now(),
+      keepAliveMs: this.#settings.keepAliveMs,
+      maxQueued: this.#settings.maxEventsPerInvocation,
+      open: this.#feeds,
+    }, callerId);
+    return response ?? serviceError(
+      HttpErrorCodes.GATEWAY_BUSY,
+      `${this.#settings.maxSubscribers} event streams are open ('maxSubscribers'); retry later`,
+      true,
+    );
   }
 
   #clientOf(callerId: string, endpointId: string): ToolEndpointClient {
@@ -453,6 +480,7 @@ export class GatewayHttpService {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const end of [...this.#feeds]) end();
     for (const entry of this.#store.all()) {
       if (!entry.ended) {
         await Promise.resolve(entry.handle[Symbol.asyncDispose]()).catch(() => undefined);

@@ -17,6 +17,15 @@ export interface EventSubscriber {
   end(): void;
 }
 
+/** What a watcher of the whole store is told: every invocation's life, of every caller. */
+export type StoreChange =
+  | { readonly kind: "created" | "ended" | "forgotten"; readonly entry: StoredInvocation }
+  | {
+    readonly kind: "event";
+    readonly entry: StoredInvocation;
+    readonly record: ToolEventRecord;
+  };
+
 /** The bounds of an {@linkcode InvocationStore}. */
 export interface StoreLimits {
   /** How many invocations are kept (running and retained). */
@@ -123,6 +132,7 @@ export class StoredInvocation {
     this.lastSequence = record.sequence;
     this.lastEventType = record.event.type;
     for (const subscriber of [...this.#subscribers]) subscriber.event(record);
+    this.#store.notify({ kind: "event", entry: this, record });
   }
 
   /** Ends the invocation: subscribers are told, and it is forgotten after `retentionMs`. */
@@ -132,6 +142,7 @@ export class StoredInvocation {
     this.failure = failure;
     this.endedAtMs = nowMs;
     this.#endSubscribers();
+    this.#store.notify({ kind: "ended", entry: this });
     this.#expiry = setLongTimeout(() => this.#store.remove(this), this.#store.limits.retentionMs, {
       unref: true,
     });
@@ -158,6 +169,7 @@ export class StoredInvocation {
  */
 export class InvocationStore {
   readonly #entries = new Map<string, StoredInvocation>();
+  readonly #watchers = new Set<(change: StoreChange) => void>();
   #reserved = 0;
   #subscribers = 0;
 
@@ -214,6 +226,7 @@ export class InvocationStore {
   add(entry: StoredInvocation): void {
     this.#reserved -= 1;
     this.#entries.set(entry.id, entry);
+    this.notify({ kind: "created", entry });
   }
 
   /** The invocation `id` when `callerId` started it; another caller's is not found, alike. */
@@ -239,8 +252,24 @@ export class InvocationStore {
 
   /** Forgets `entry` (its subscribers are ended, its timer cleared). */
   remove(entry: StoredInvocation): void {
-    if (this.#entries.get(entry.id) === entry) this.#entries.delete(entry.id);
+    const kept = this.#entries.get(entry.id) === entry;
+    if (kept) this.#entries.delete(entry.id);
     entry.dispose();
+    if (kept) this.notify({ kind: "forgotten", entry });
+  }
+
+  /**
+   * Calls `watcher` synchronously on every change of every invocation (the status feed filters
+   * by caller); returns the function that detaches it.
+   */
+  watch(watcher: (change: StoreChange) => void): () => void {
+    this.#watchers.add(watcher);
+    return () => this.#watchers.delete(watcher);
+  }
+
+  /** Hands `change` to every watcher. */
+  notify(change: StoreChange): void {
+    for (const watcher of [...this.#watchers]) watcher(change);
   }
 
   /** Counts one more subscriber, unless at `maxSubscribers`. */

@@ -44,8 +44,9 @@ export interface ToolGatewayHttpHandler {
  * The Gateway Tool API on `gateway` as a `(request) => Promise<Response>` handler: `GET /tools`,
  * `GET /tools/{endpoint_id}`, `POST /tools/{endpoint_id}/{operation}:invoke`, `GET
  * /invocations`, `GET /invocations/{id}` (and `/result`, `/events` over SSE), `POST
- * /invocations/{id}/cancel` and `/stop`, plus `extraRoutes`. Option errors name the option and
- * show the value received.
+ * /invocations/{id}/cancel` and `/stop`, the status page `GET /` and its live feed `GET /events`
+ * (unless `statusPage: false`), plus `extraRoutes`. Option errors name the option and show the
+ * value received.
  *
  * @example
  * ```ts

@@ -120,6 +120,13 @@ export interface ToolGatewayHttpOptions {
    */
   readonly clock?: MonotonicClock;
   /**
+   * Whether the service serves the live status page at `GET /` (public, it holds no data) and
+   * its feed `GET /events` (SSE of Registry changes and the caller's invocations).
+   *
+   * @default {true}
+   */
+  readonly statusPage?: boolean;
+  /**
    * Routes other modules mount (see {@linkcode ToolGatewayHttpRoute}).
    *
    * @default {[]}
@@ -181,6 +188,7 @@ export interface HttpSettings {
   readonly keepAliveMs: number;
   readonly clock: MonotonicClock;
   readonly extraRoutes: readonly ToolGatewayHttpRoute[];
+  readonly statusPage: boolean;
   readonly logger: ToolLogger;
 }
 
@@ -245,6 +253,9 @@ export function httpSettings(options: ToolGatewayHttpOptions | undefined): HttpS
       );
     }
   }
+  if (o.statusPage !== undefined && typeof o.statusPage !== "boolean") {
+    throw new TypeError(optionMessage(ACTION, "statusPage", "a boolean", o.statusPage));
+  }
   const clock = o.clock ?? SYSTEM_CLOCK;
   if (typeof clock?.now !== "function") {
     throw new TypeError(optionMessage(ACTION, "clock", "an object with now()", clock));
@@ -265,6 +276,7 @@ export function httpSettings(options: ToolGatewayHttpOptions | undefined): HttpS
     keepAliveMs: int("keepAliveMs"),
     clock,
     extraRoutes,
+    statusPage: o.statusPage ?? true,
     logger: optionalFunction<ToolLogger>(ACTION, "logger", o.logger) ??
       warningsAndErrors(consoleLogger),
   };
