@@ -32,3 +32,4 @@ export {
   type ToolGatewayHttpStats,
   type ToolGatewayServer,
 } from "./src/gateway/http.ts";
+export { metricsRoute, type MetricsRouteOptions } from "./src/gateway/http_metrics.ts";
