@@ -10,6 +10,7 @@ export {
   type GatewayRegistryEvent,
   type GatewayRegistryEventsOptions,
   ToolGateway,
+  type ToolGatewayClientOptions,
   type ToolGatewayConnectOptions,
   type ToolGatewayOptions,
   type ToolGatewayRouteSender,
