@@ -10,13 +10,13 @@ export {
   type GatewayRegistryEvent,
   type GatewayRegistryEventsOptions,
   ToolGateway,
-  type ToolGatewayClientOptions,
   type ToolGatewayConnectOptions,
   type ToolGatewayOptions,
   type ToolGatewayRouteSender,
   type ToolGatewayStats,
   type ToolGatewayWaitOptions,
 } from "./src/gateway/gateway.ts";
+export { gatewayClient, type ToolGatewayClientOptions } from "./src/gateway/client.ts";
 export {
   type GatewayMetrics,
   gatewayMetrics,

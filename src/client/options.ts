@@ -32,7 +32,7 @@ export interface ToolEndpointClientOptions {
    *
    * A function is called at each `query()` and `invoke()` and the descriptor it returns is the
    * one that call is checked against, so a re-registered descriptor takes effect on the next
-   * call (what `ToolGateway.client` passes: the Registry's current descriptor). `undefined` means
+   * call (what `gatewayClient` passes: the Registry's current descriptor). `undefined` means
    * none is known for that call; what it throws rejects the call before anything is sent (a
    * `ToolEndpointError` as a {@linkcode ToolCallError}, as a failed `resolveInstance` does).
    */

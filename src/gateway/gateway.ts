@@ -23,8 +23,6 @@ import type { ToolEnvelope } from "../wire/envelope.ts";
 import { checkTypedEnvelope } from "../wire/validate.ts";
 import type { ToolClientTransport } from "../client/transport.ts";
 import { ToolCallError } from "../client/errors.ts";
-import { ToolEndpointClient } from "../client/client.ts";
-import type { ToolEndpointClientOptions } from "../client/options.ts";
 import { GatewayAnswers, unavailableError } from "./_answers.ts";
 import { ExchangeRouter } from "./_exchanges.ts";
 import { describe, type GatewayCounters, type RouteLink } from "./_records.ts";
@@ -52,16 +50,6 @@ export type {
   ToolGatewayRouteSender,
   ToolGatewayStats,
 } from "./options.ts";
-/**
- * The options of {@linkcode ToolGateway.client}: a client's options but its transport, endpoint
- * and descriptor, which the gateway supplies. `callerId` is also the caller the gateway's
- * ownership rule binds the client's executions to.
- */
-export type ToolGatewayClientOptions = Omit<
-  ToolEndpointClientOptions,
-  "transport" | "endpointId" | "descriptor"
->;
-
 export { describe as describeEnvelope } from "./_records.ts";
 export { attachFramedRoute, receiveFramed } from "./_framing.ts";
 export type { ToolGatewayWaitOptions } from "./_discovery.ts";
@@ -492,50 +480,6 @@ export class ToolGateway {
       },
       close: () => this.#exchanges.closeCaller(caller),
     };
-  }
-
-  /**
-   * A {@linkcode ToolEndpointClient} of `endpointId` through this gateway (on its own
-   * {@linkcode ToolGateway.connect} caller, of `options.callerId`), checked against the
-   * descriptor the endpoint's current instance registered, read from the Registry at each call:
-   * a Query/Action mix-up (`FORGE_CLIENT_WRONG_SEMANTICS`) or an undeclared operation
-   * (`FORGE_CLIENT_UNKNOWN_OPERATION`) is refused before sending, and a re-registered descriptor
-   * takes effect on the next call. While the endpoint has no registration a call rejects at once,
-   * sending nothing, with the retryable `FORGE_ENDPOINT_UNAVAILABLE` {@linkcode ToolCallError}
-   * (it does not wait: call {@linkcode ToolGateway.waitFor} first to wait for one).
-   *
-   * @example
-   * ```ts
-   * import { assertEquals, assertRejects } from "@std/assert";
-   * import { ToolCallError } from "@forge/tool";
-   * import { ToolGateway } from "@forge/tool/gateway";
-   *
-   * const gateway = new ToolGateway({ routes: { detector: "vision.yolo" } });
-   * const client = gateway.client("vision.yolo", { callerId: "ui" });
-   * const error = await assertRejects(() => client.query("detect"), ToolCallError);
-   * assertEquals([error.error.code, error.retryable], ["FORGE_ENDPOINT_UNAVAILABLE", true]);
-   * await client.close();
-   * await gateway.close();
-   * ```
-   */
-  client(endpointId: string, options: ToolGatewayClientOptions = {}): ToolEndpointClient {
-    if (options === null || typeof options !== "object") {
-      throw new TypeError(
-        optionMessage("create a gateway client", "options", "an object", options),
-      );
-    }
-    const registry = this.#host.registry;
-    return new ToolEndpointClient({
-      ...options,
-      transport: this.connect({ callerId: options.callerId }),
-      endpointId,
-      descriptor: () => {
-        const record = registry.lookup(endpointId);
-        if (record !== undefined) return record.descriptor;
-        this.#stats.unavailable += 1;
-        throw new ToolCallError(unavailableError(endpointId), "error");
-      },
-    });
   }
 
   /**

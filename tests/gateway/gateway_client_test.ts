@@ -1,4 +1,4 @@
-// ToolGateway.client: a ToolEndpointClient through the gateway whose descriptor is the one the
+// gatewayClient: a ToolEndpointClient through the gateway whose descriptor is the one the
 // endpoint's current instance registered, read from the Registry at each call (issue 19 item 3):
 // a Query/Action mix-up and an undeclared operation are refused before sending, a re-registered
 // descriptor takes effect on the next call, and an unregistered endpoint rejects at once with
@@ -11,7 +11,7 @@ import {
   ToolCallError,
   ToolClientError,
 } from "../../mod.ts";
-import { ToolGateway } from "../../gateway.ts";
+import { gatewayClient, ToolGateway } from "../../gateway.ts";
 import { demoEndpoint } from "../../examples/endpoint.ts";
 import { FakeClock } from "../_helpers.ts";
 import { HostedEndpoint } from "./_hosted.ts";
@@ -32,10 +32,10 @@ function setup() {
   return { gateway, hosted };
 }
 
-Deno.test("gateway.client calls the endpoint with the Registry's descriptor, no descriptor argument", async () => {
+Deno.test("gatewayClient calls the endpoint with the Registry's descriptor, no descriptor argument", async () => {
   const { gateway, hosted } = setup();
   hosted.register();
-  const client = gateway.client(ENDPOINT, { callerId: "ui", logger: () => {} });
+  const client = gatewayClient(gateway, ENDPOINT, { callerId: "ui", logger: () => {} });
   assertEquals(client.endpointId, ENDPOINT);
   const result = await client.query("detect", { classes: ["cup"] });
   assertEquals(result.status, "succeeded");
@@ -48,10 +48,10 @@ Deno.test("gateway.client calls the endpoint with the Registry's descriptor, no 
   await hosted.close();
 });
 
-Deno.test("gateway.client refuses a Query/Action mix-up and an unknown operation before sending", async () => {
+Deno.test("gatewayClient refuses a Query/Action mix-up and an unknown operation before sending", async () => {
   const { gateway, hosted } = setup();
   hosted.register();
-  const client = gateway.client(ENDPOINT, { logger: () => {} });
+  const client = gatewayClient(gateway, ENDPOINT, { logger: () => {} });
   const wrongQuery = await assertRejects(() => client.query("move"), ToolClientError);
   assertEquals([wrongQuery.code, wrongQuery.outcome], ["FORGE_CLIENT_WRONG_SEMANTICS", "not_sent"]);
   const wrongInvoke = await assertRejects(() => client.invoke("detect"), ToolClientError);
@@ -76,9 +76,9 @@ Deno.test("gateway.client refuses a Query/Action mix-up and an unknown operation
   await hosted.close();
 });
 
-Deno.test("gateway.client rejects retryable FORGE_ENDPOINT_UNAVAILABLE while the endpoint is not registered", async () => {
+Deno.test("gatewayClient rejects retryable FORGE_ENDPOINT_UNAVAILABLE while the endpoint is not registered", async () => {
   const { gateway, hosted } = setup();
-  const client = gateway.client(ENDPOINT, { logger: () => {} });
+  const client = gatewayClient(gateway, ENDPOINT, { logger: () => {} });
   for (const call of [() => client.query("detect"), () => client.invoke("move")]) {
     const error = await assertRejects(call, ToolCallError);
     assertEquals(
@@ -98,10 +98,10 @@ Deno.test("gateway.client rejects retryable FORGE_ENDPOINT_UNAVAILABLE while the
   await hosted.close();
 });
 
-Deno.test("gateway.client follows a re-registered descriptor on the next call", async () => {
+Deno.test("gatewayClient follows a re-registered descriptor on the next call", async () => {
   const { gateway, hosted } = setup();
   hosted.register();
-  const client = gateway.client(ENDPOINT, { logger: () => {} });
+  const client = gatewayClient(gateway, ENDPOINT, { logger: () => {} });
   assertEquals((await client.query("detect")).status, "succeeded");
   // A new instance replaces the old one with a descriptor where `detect` is an Action and
   // `scan` is a new Query.
@@ -129,16 +129,16 @@ Deno.test("gateway.client follows a re-registered descriptor on the next call", 
   await next.close();
 });
 
-Deno.test("gateway.client checks its options and binds ownership to its callerId", async () => {
+Deno.test("gatewayClient checks its options and binds ownership to its callerId", async () => {
   const { gateway, hosted } = setup();
   assertThrows(
-    () => gateway.client(ENDPOINT, null as never),
+    () => gatewayClient(gateway, ENDPOINT, null as never),
     TypeError,
     "Cannot create a gateway client as 'options' must be an object: current value is null",
   );
   hosted.register();
-  const owner = gateway.client(ENDPOINT, { callerId: "ui", logger: () => {} });
-  const other = gateway.client(ENDPOINT, { callerId: "script", logger: () => {} });
+  const owner = gatewayClient(gateway, ENDPOINT, { callerId: "ui", logger: () => {} });
+  const other = gatewayClient(gateway, ENDPOINT, { callerId: "script", logger: () => {} });
   const invocation = await owner.invoke("move", {}, { invocationId: "inv-1", attemptId: "a-1" });
   // Another caller's client does not see the execution.
   const error = await assertRejects(
