@@ -16,6 +16,7 @@ export {
   type ToolGatewayStats,
   type ToolGatewayWaitOptions,
 } from "./src/gateway/gateway.ts";
+export { gatewayClient, type ToolGatewayClientOptions } from "./src/gateway/client.ts";
 export {
   type GatewayMetrics,
   gatewayMetrics,

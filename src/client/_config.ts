@@ -12,12 +12,17 @@ import { optionalFunction, optionMessage, positiveIntegerOption } from "../_inte
 import type { ToolClientTransport } from "./transport.ts";
 import type { ToolClientCallOptions, ToolEndpointClientOptions } from "./options.ts";
 import { ToolClientError, ToolClientErrorCodes } from "./errors.ts";
+import { resolveFailure } from "./_failure.ts";
 
 /** The client's checked options. */
 export interface Config {
   readonly endpointId: string;
   readonly endpointInstanceId: string | undefined;
-  readonly descriptor: ToolEndpointDescriptor | undefined;
+  /**
+   * The descriptor a call checks against, read at each call (the `descriptor` option, fixed or a
+   * function); `undefined` without one.
+   */
+  readonly descriptor: (() => unknown) | undefined;
   readonly toolId: string;
   readonly implementationId: string;
   readonly callerId: string | undefined;
@@ -38,6 +43,30 @@ export function optionalString(value: unknown, name: string, action: string): st
   if (value === undefined) return undefined;
   if (typeof value !== "string" || value.trim() === "") {
     throw new TypeError(optionMessage(action, name, "a non-empty string", value));
+  }
+  return value;
+}
+
+/**
+ * `value` when it is a descriptor of `endpointId` (or `undefined`); else the option error, in
+ * the constructor for a fixed descriptor, in the call for one a `descriptor` function returned.
+ */
+function checkedDescriptor(
+  value: unknown,
+  endpointId: string,
+  action: string,
+): ToolEndpointDescriptor | undefined {
+  if (value === undefined) return undefined;
+  if (!(value instanceof ToolEndpointDescriptor)) {
+    throw new TypeError(
+      optionMessage(action, "descriptor", "a ToolEndpointDescriptor or a function", value),
+    );
+  }
+  if (value.endpointId !== endpointId) {
+    throw new RangeError(
+      `Cannot ${action} as 'descriptor' must describe endpoint '${endpointId}': current ` +
+        `value describes '${value.endpointId}'`,
+    );
   }
   return value;
 }
@@ -83,18 +112,12 @@ export function configOf(options: ToolEndpointClientOptions): Config {
     throw new TypeError(optionMessage(action, "endpointId", "a non-empty string", endpointId));
   }
   const descriptor: unknown = options.descriptor;
-  if (descriptor !== undefined) {
-    if (!(descriptor instanceof ToolEndpointDescriptor)) {
-      throw new TypeError(
-        optionMessage(action, "descriptor", "a ToolEndpointDescriptor", descriptor),
-      );
-    }
-    if (descriptor.endpointId !== endpointId) {
-      throw new RangeError(
-        `Cannot ${action} as 'descriptor' must describe endpoint '${endpointId}': current ` +
-          `value describes '${descriptor.endpointId}'`,
-      );
-    }
+  let readDescriptor: (() => unknown) | undefined;
+  if (typeof descriptor === "function") {
+    readDescriptor = descriptor as () => unknown;
+  } else if (descriptor !== undefined) {
+    const fixed = checkedDescriptor(descriptor, endpointId, action);
+    readDescriptor = () => fixed;
   }
   const pollIntervalMs = positiveIntegerOption(
     action,
@@ -123,7 +146,7 @@ export function configOf(options: ToolEndpointClientOptions): Config {
       "endpointInstanceId",
       action,
     ),
-    descriptor: descriptor as ToolEndpointDescriptor | undefined,
+    descriptor: readDescriptor,
     toolId: optionalString(options.toolId, "toolId", action) ?? endpointId,
     implementationId: optionalString(options.implementationId, "implementationId", action) ??
       endpointId,
@@ -192,7 +215,19 @@ export function semanticsOf(
       optionMessage(action, "semantics", '"action" or "session"', given),
     );
   }
-  const descriptor = config.descriptor;
+  let value: unknown;
+  try {
+    value = config.descriptor?.();
+  } catch (error) {
+    // A gateway without a registration for the endpoint: nothing was sent.
+    throw resolveFailure(
+      error,
+      { exchange: "invoke", outcome: "not_sent" },
+      config.endpointId,
+      "descriptor",
+    );
+  }
+  const descriptor = checkedDescriptor(value, config.endpointId, action);
   if (descriptor === undefined) return given;
   const declared = descriptor.operation(operation);
   if (declared === undefined) {

@@ -24,6 +24,7 @@ import type { ToolClientTransport } from "./transport.ts";
 import type { Config } from "./_config.ts";
 import type { ToolEndpointClientStats } from "./options.ts";
 import { abortReason, sendFailure } from "./_failure.ts";
+import { RequestTable } from "./_request_table.ts";
 
 /** One request and how to wait for its answer. */
 export interface ExchangeSpec<T> {
@@ -39,10 +40,19 @@ export interface ExchangeSpec<T> {
   readonly deadlineMs?: number;
 }
 
+/**
+ * A pending exchange. Once it settles, `#settle` drops what it holds of the call (the spec with
+ * its request and parser, the resolvers that reach the caller's awaiting code): V8's Scavenger
+ * keeps whatever a dead old-generation object points to, and a settled exchange can stay
+ * reachable from one (a send promise of the transport), so it must not keep the call alive (see
+ * `_request_table.ts` for the measurement).
+ */
 interface Exchange {
-  readonly spec: ExchangeSpec<unknown>;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
+  readonly requestId: string;
+  /** `undefined` once settled. */
+  spec: ExchangeSpec<unknown> | undefined;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
   /** When the current attempt times out, on the `performance.now()` clock. */
   deadline: number;
   /** When the call's `deadlineMs` passes, on the same clock (`Infinity` without one). */
@@ -61,6 +71,9 @@ export interface EventRoute {
   pushEvent(sequence: number, event: ToolEvent): PushOutcome;
 }
 
+/** What a settled exchange's resolvers become. */
+function released(): void {}
+
 /** The answers a caller receives (besides `tool.event`); anything else is not for a client. */
 const CALLER_BOUND: ReadonlySet<string> = new Set([
   "tool.invoke.response",
@@ -75,7 +88,7 @@ export class ExchangeTable {
   readonly #transport: ToolClientTransport;
   readonly #config: Config;
   readonly #invocations: ReadonlyMap<string, EventRoute>;
-  readonly #pending = new Map<string, Exchange>();
+  readonly #pending = new RequestTable<Exchange>();
   readonly #counters = {
     sent: 0,
     resent: 0,
@@ -164,6 +177,7 @@ export class ExchangeTable {
     }
     const { promise, resolve, reject } = withResolvers<T>();
     const exchange: Exchange = {
+      requestId,
       spec: spec as ExchangeSpec<unknown>,
       resolve: resolve as (value: unknown) => void,
       reject,
@@ -184,15 +198,19 @@ export class ExchangeTable {
   }
 
   #attempt(exchange: Exchange): void {
-    const { spec } = exchange;
+    const spec = exchange.spec;
+    if (spec === undefined) return;
     exchange.attempts++;
     if (exchange.attempts === 1) this.#counters.sent++;
     else this.#counters.resent++;
     exchange.deadline = Math.min(performance.now() + spec.timeoutMs, exchange.callDeadline);
     this.#armTimer(exchange.deadline);
     const attempt = exchange.attempts;
+    // Reads the spec from the exchange (not this attempt's scope): a send promise that outlives the
+    // answer must not keep the request alive.
     const sendFailed = (error: unknown) => {
-      if (this.#pending.get(spec.request.requestId!) !== exchange) return;
+      const spec = exchange.spec;
+      if (spec === undefined || this.#pending.get(exchange.requestId) !== exchange) return;
       if (exchange.attempts !== attempt) return;
       const context = {
         exchange: spec.name,
@@ -233,10 +251,10 @@ export class ExchangeTable {
     this.#timer = undefined;
     const now = performance.now();
     let next = Infinity;
-    for (const exchange of Array.from(this.#pending.values())) {
+    for (const exchange of this.#pending.values()) {
       if (exchange.deadline <= now) this.#timedOut(exchange);
       // A re-sent exchange has a new deadline; a failed one left the map.
-      if (this.#pending.has(exchange.spec.request.requestId!)) {
+      if (this.#pending.get(exchange.requestId) === exchange) {
         next = Math.min(next, exchange.deadline);
       }
     }
@@ -249,8 +267,8 @@ export class ExchangeTable {
   }
 
   #timedOut(exchange: Exchange): void {
-    const { spec } = exchange;
-    if (this.#pending.get(spec.request.requestId!) !== exchange) return;
+    const spec = exchange.spec;
+    if (spec === undefined || this.#pending.get(exchange.requestId) !== exchange) return;
     if (exchange.callDeadline <= performance.now()) {
       this.#fail(
         exchange,
@@ -292,16 +310,23 @@ export class ExchangeTable {
   }
 
   #fail(exchange: Exchange, error: unknown): void {
-    if (!this.#settle(exchange)) return;
-    exchange.reject(error);
+    const reject = exchange.reject;
+    if (this.#settle(exchange)) reject(error);
   }
 
-  /** Removes a pending exchange; false when it was no longer pending. */
+  /**
+   * Removes a pending exchange and releases what it held of the call (see `Exchange`); false
+   * when it was no longer pending. The caller keeps the resolver it needs before settling.
+   */
   #settle(exchange: Exchange): boolean {
-    const requestId = exchange.spec.request.requestId!;
+    const requestId = exchange.requestId;
     if (this.#pending.get(requestId) !== exchange) return false;
     this.#pending.delete(requestId);
     exchange.unlinkSignal?.();
+    exchange.unlinkSignal = undefined;
+    exchange.spec = undefined;
+    exchange.resolve = released;
+    exchange.reject = released;
     return true;
   }
 
@@ -311,13 +336,15 @@ export class ExchangeTable {
    */
   close(): void {
     this.#closed = true;
-    for (const exchange of Array.from(this.#pending.values())) {
-      const request = exchange.spec.request;
+    for (const exchange of this.#pending.values()) {
+      const spec = exchange.spec;
+      if (spec === undefined) continue;
+      const request = spec.request;
       this.#fail(
         exchange,
         new ToolClientError("the client was closed", {
           code: ToolClientErrorCodes.CLOSED,
-          exchange: exchange.spec.name,
+          exchange: spec.name,
           invocationId: request.invocationId,
           attemptId: request.attemptId,
           attempts: exchange.attempts,
@@ -344,25 +371,27 @@ export class ExchangeTable {
       }
       const requestId = message.requestId;
       const exchange = requestId === undefined ? undefined : this.#pending.get(requestId);
-      if (exchange === undefined) {
+      const spec = exchange?.spec;
+      if (exchange === undefined || spec === undefined) {
         this.#counters.uncorrelated++;
         return;
       }
       try {
-        validateResponseCorrelation(exchange.spec.request, message);
+        validateResponseCorrelation(spec.request, message);
       } catch {
         this.#counters.mismatched++;
         return;
       }
       let value: unknown;
       try {
-        value = exchange.spec.parse(message);
+        value = spec.parse(message);
       } catch {
         this.#counters.invalid++;
         return;
       }
       this.#counters.responses++;
-      if (this.#settle(exchange)) exchange.resolve(value);
+      const resolve = exchange.resolve;
+      if (this.#settle(exchange)) resolve(value);
     } catch {
       this.#counters.invalid++;
     }

@@ -127,19 +127,21 @@ export function sendFailure(
 
 /**
  * The error an invoke rejects with when the transport could not name the endpoint's instance
- * (a gateway without one): nothing was sent.
+ * (a gateway without one), or the `descriptor` function failed (`what` says which): nothing was
+ * sent.
  */
 export function resolveFailure(
   error: unknown,
   notSent: ToolClientErrorContext,
   endpointId: string,
+  what = "endpoint instance",
 ): ToolClientError {
   if (error instanceof ToolClientError) return inContext(error, notSent);
   if (error instanceof ToolEndpointError) {
     return new ToolCallError(error.error, "error", { ...notSent, cause: error });
   }
   return new ToolClientError(
-    `the endpoint instance of '${endpointId}' could not be resolved: ${reasonOf(error)}`,
+    `the ${what} of '${endpointId}' could not be resolved: ${reasonOf(error)}`,
     { ...notSent, code: ToolClientErrorCodes.SEND_FAILED, cause: error },
   );
 }

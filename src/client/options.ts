@@ -29,8 +29,14 @@ export interface ToolEndpointClientOptions {
    * dispose pick `cancel` or `stop`. Without it, semantics are learned from the answers: an
    * accepted invoke is an Action or Session, and abort tries `cancel`, then `stop` when `cancel`
    * is `unsupported` (or give `semantics` per call).
+   *
+   * A function is called at each `query()` and `invoke()` and the descriptor it returns is the
+   * one that call is checked against, so a re-registered descriptor takes effect on the next
+   * call (what `gatewayClient` passes: the Registry's current descriptor). `undefined` means
+   * none is known for that call; what it throws rejects the call before anything is sent (a
+   * `ToolEndpointError` as a {@linkcode ToolCallError}, as a failed `resolveInstance` does).
    */
-  readonly descriptor?: ToolEndpointDescriptor;
+  readonly descriptor?: ToolEndpointDescriptor | (() => ToolEndpointDescriptor | undefined);
   /**
    * The Runtime tool id placed in every context.
    *

@@ -98,6 +98,74 @@ Deno.test("client: query and invoke refuse an operation of the wrong semantics b
   await client.close();
 });
 
+Deno.test("client: a descriptor function is read at each call, and what it throws rejects the call unsent", async () => {
+  let current: ToolEndpointDescriptor | undefined = DESCRIPTOR;
+  let reads = 0;
+  let failure: unknown;
+  const { client } = inProcess({
+    descriptor: () => {
+      reads++;
+      if (failure !== undefined) throw failure;
+      return current;
+    },
+  });
+  assertEquals((await client.query("echo", { n: 1 })).status, "succeeded");
+  const wrong = await assertRejects(() => client.query("move"), ToolClientError);
+  assertEquals(wrong.code, "FORGE_CLIENT_WRONG_SEMANTICS");
+  // Another descriptor takes effect on the next call.
+  current = new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId: ENDPOINT,
+    operations: [new ToolOperationDescriptor({ name: "other", semantics: "query" })],
+  });
+  const unknown = await assertRejects(() => client.query("echo"), ToolClientError);
+  assertEquals(unknown.code, "FORGE_CLIENT_UNKNOWN_OPERATION");
+  // `undefined`: no descriptor for that call (the handler answers as it would without one).
+  current = undefined;
+  assertEquals((await client.query("echo", { n: 2 })).status, "succeeded");
+  // A descriptor of another endpoint, or not a descriptor, is the option error, at the call.
+  current = new ToolEndpointDescriptor({
+    protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+    endpointId: "robot.leg",
+    operations: [new ToolOperationDescriptor({ name: "echo", semantics: "query" })],
+  });
+  await assertRejects(
+    () => client.query("echo"),
+    RangeError,
+    "Cannot query as 'descriptor' must describe endpoint 'robot.arm': current value describes " +
+      "'robot.leg'",
+  );
+  current = "echo" as never;
+  await assertRejects(
+    () => client.invoke("move"),
+    TypeError,
+    "Cannot invoke as 'descriptor' must be a ToolEndpointDescriptor or a function: current " +
+      'value is "echo"',
+  );
+  // A thrown ToolEndpointError rejects as a ToolCallError, a plain error as SEND_FAILED.
+  failure = new ToolEndpointError(
+    new ToolError({ code: "FORGE_ENDPOINT_UNAVAILABLE", message: "gone", retryable: true }),
+  );
+  const unavailable = await assertRejects(() => client.query("echo"), ToolCallError);
+  assertEquals(
+    [unavailable.error.code, unavailable.retryable, unavailable.outcome],
+    ["FORGE_ENDPOINT_UNAVAILABLE", true, "not_sent"],
+  );
+  failure = new Error("registry down");
+  const broken = await assertRejects(() => client.invoke("move"), ToolClientError);
+  assertEquals(
+    [broken.code, broken.outcome, broken.message],
+    [
+      "FORGE_CLIENT_SEND_FAILED",
+      "not_sent",
+      "FORGE_CLIENT_SEND_FAILED: the descriptor of 'robot.arm' could not be resolved: " +
+      "Error: registry down",
+    ],
+  );
+  assertEquals([reads, client.stats.sent], [8, 2]);
+  await client.close();
+});
+
 Deno.test("client: without a descriptor, a query answered with an acceptance cancels the Action it started", async () => {
   const arm = armEndpoint();
   const client = new ToolEndpointClient({
