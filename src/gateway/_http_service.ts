@@ -181,7 +181,7 @@ export class GatewayHttpService {
       .sort((a, b) => (a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0))
       .map((record) => ({
         endpoint_id: record.endpointId,
-        descriptor: endpointDescriptorToPayload(record.descriptor),
+        descriptor: endpointDescriptorToPayload(record.descriptor).descriptor,
       }));
     return okResponse({ revision: registry.revision, tools });
   }
@@ -201,7 +201,7 @@ export class GatewayHttpService {
       lease_left_ms: Math.max(0, Math.round(record.leaseDeadlineMs - now)),
       registered_age_ms: Math.max(0, Math.round(now - record.registeredAtMs)),
       registry_revision: registry.revision,
-      descriptor: endpointDescriptorToPayload(record.descriptor),
+      descriptor: endpointDescriptorToPayload(record.descriptor).descriptor,
       status: status === undefined ? null : endpointStatusToPayload(status).status,
     });
   }

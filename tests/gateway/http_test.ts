@@ -16,9 +16,17 @@ Deno.test("http: GET /tools and GET /tools/{endpoint_id} show the Registry", asy
     ok: true,
     data: {
       revision: 1,
-      tools: [{ endpoint_id: ENDPOINT, descriptor: endpointDescriptorToPayload(demoDescriptor) }],
+      tools: [{
+        endpoint_id: ENDPOINT,
+        descriptor: endpointDescriptorToPayload(demoDescriptor).descriptor,
+      }],
     },
   });
+  // Forge's shape: the descriptor object itself, not the registration payload that wraps it.
+  const listed = (tools.body.data as { tools: { descriptor: Record<string, unknown> }[] }).tools[0];
+  assertEquals(Object.keys(listed.descriptor), ["protocol_version", "endpoint_id", "operations"]);
+  assertEquals(listed.descriptor.protocol_version, "forge.tool.endpoint/v1alpha1");
+  assertEquals(listed.descriptor.endpoint_id, ENDPOINT);
   const one = await h.json(`/tools/${ENDPOINT}`);
   assertEquals(one.status, 200);
   const data = one.body.data as Record<string, unknown>;
@@ -27,7 +35,8 @@ Deno.test("http: GET /tools and GET /tools/{endpoint_id} show the Registry", asy
     typeof data.lease_left_ms === "number" && data.lease_left_ms > 0 &&
       data.lease_left_ms <= 30_000,
   );
-  assertEquals(data.descriptor, endpointDescriptorToPayload(demoDescriptor));
+  assertEquals(data.descriptor, endpointDescriptorToPayload(demoDescriptor).descriptor);
+  assertEquals((data.descriptor as Record<string, unknown>).endpoint_id, ENDPOINT);
   const unknown = await h.json("/tools/robot.other");
   assertEquals(unknown.status, 404);
   assertEquals(unknown.body, {
