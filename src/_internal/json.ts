@@ -227,6 +227,19 @@ export function canonicalHeight(value: unknown): number | undefined {
   return packed < 0 ? undefined : packed >> 1;
 }
 
+/**
+ * @internal Stamps and freezes `out` as a canonical root with the facts its caller computed, as
+ * {@linkcode copyJson} would have: only for a fresh plain object whose keys are in code point
+ * order and not array indices, whose strings hold no lone surrogate, whose nested objects are
+ * fresh, frozen and likewise built, and whose JSON members are canonical values (or
+ * {@linkcode EMPTY_OBJECT}) within the depth bound. The Wire's response factories build the
+ * payloads of validated models this way (src/wire/_built_payloads.ts).
+ */
+export function sealCanonical(out: object, height: number, flag: number): JsonObject {
+  markCanonical(out, height, flag);
+  return Object.freeze(out) as JsonObject;
+}
+
 /** True when a canonical value holds something `JSON.stringify` writes differently. */
 export function canonicalNeedsWriter(value: object): boolean {
   return (CanonicalMark.packedOf(value) & 1) !== 0;

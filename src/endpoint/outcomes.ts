@@ -31,6 +31,25 @@ import {
   TOOL_RESULT_STATUSES,
 } from "./_model_rules.ts";
 
+// Which models their own constructors built (not a subclass, not Object.create(prototype), not a
+// look-alike): a private field each class sets in its constructor, read through this table, whose
+// readers the classes' static blocks install when this module is evaluated. The Wire's response
+// factories take such a model's fields as already validated (src/wire/_built_payloads.ts).
+const builtReaders = {
+  error: (_value: object): boolean => false,
+  result: (_value: object): boolean => false,
+  resultResponse: (_value: object): boolean => false,
+  accepted: (_value: object): boolean => false,
+  controlResponse: (_value: object): boolean => false,
+  executionStatus: (_value: object): boolean => false,
+};
+
+/**
+ * @internal True when `value` is a model its own class's constructor built (a subclass instance,
+ * an `Object.create(prototype)` object or a look-alike is not). Exported from no entry point.
+ */
+export const isBuiltModel: Readonly<typeof builtReaders> = builtReaders;
+
 /** The init object of a {@linkcode ToolError}. */
 export interface ToolErrorInit {
   /** A stable machine-readable code, for example `"FORGE_ENDPOINT_CAPACITY"`. */
@@ -69,6 +88,13 @@ export class ToolError {
   readonly details: JsonObject;
 
   /** Validates and freezes an error. Check order: `code`, `message`, `retryable`, `details`. */
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.error = (value) => #built in value && (value as ToolError).#built;
+  }
+
   constructor(init: ToolErrorInit) {
     requireInit(init, "ToolError");
     const code = requireNonEmpty(init.code, "code");
@@ -79,6 +105,7 @@ export class ToolError {
     this.message = message;
     this.retryable = retryable;
     this.details = details;
+    this.#built = new.target === ToolError;
     Object.freeze(this);
   }
 }
@@ -133,6 +160,13 @@ export class ToolResult {
    * Validates and freezes a result. Check order: `status`, error presence for the status, error
    * type, `outputs`.
    */
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.result = (value) => #built in value && (value as ToolResult).#built;
+  }
+
   constructor(init: ToolResultInit) {
     requireInit(init, "ToolResult");
     const status = requireMember<ToolResultStatus>(
@@ -153,6 +187,7 @@ export class ToolResult {
     this.status = status;
     this.outputs = outputs;
     this.error = error as ToolError | undefined;
+    this.#built = new.target === ToolResult;
     Object.freeze(this);
   }
 }
@@ -197,6 +232,14 @@ export class ToolResultResponse {
   readonly result: ToolResult | undefined;
 
   /** Validates and freezes a result lookup answer. */
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.resultResponse = (value) =>
+      #built in value && (value as ToolResultResponse).#built;
+  }
+
   constructor(init: ToolResultResponseInit) {
     requireInit(init, "ToolResultResponse");
     const status = requireMember<ToolResultResponseStatus>(
@@ -216,6 +259,7 @@ export class ToolResultResponse {
     }
     this.status = status;
     this.result = result as ToolResult | undefined;
+    this.#built = new.target === ToolResultResponse;
     Object.freeze(this);
   }
 }
@@ -246,9 +290,17 @@ export class ToolAccepted {
   readonly details: JsonObject;
 
   /** Validates, copies and freezes the details; the init object may be omitted. */
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.accepted = (value) => #built in value && (value as ToolAccepted).#built;
+  }
+
   constructor(init: ToolAcceptedInit = {}) {
     requireInit(init, "ToolAccepted");
     this.details = jsonField(init.details, "details");
+    this.#built = new.target === ToolAccepted;
     Object.freeze(this);
   }
 }
@@ -308,6 +360,14 @@ export class ToolControlResponse {
    * Validates and freezes a control answer. Check order: `command`, `status`, error presence,
    * error type, `details`.
    */
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.controlResponse = (value) =>
+      #built in value && (value as ToolControlResponse).#built;
+  }
+
   constructor(init: ToolControlResponseInit) {
     requireInit(init, "ToolControlResponse");
     const command = requireMember<ToolControlCommand>(
@@ -333,6 +393,7 @@ export class ToolControlResponse {
     this.status = status;
     this.error = error as ToolError | undefined;
     this.details = details;
+    this.#built = new.target === ToolControlResponse;
     Object.freeze(this);
   }
 }
@@ -441,6 +502,14 @@ export class ToolExecutionStatus {
    * Validates and freezes an execution status. Check order: `phase`, error presence, error
    * type, `details`.
    */
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.executionStatus = (value) =>
+      #built in value && (value as ToolExecutionStatus).#built;
+  }
+
   constructor(init: ToolExecutionStatusInit) {
     requireInit(init, "ToolExecutionStatus");
     const phase = requireMember<ExecutionPhase>(init.phase, EXECUTION_PHASES, "execution phase");
@@ -460,6 +529,7 @@ export class ToolExecutionStatus {
     this.phase = phase;
     this.error = error as ToolError | undefined;
     this.details = details;
+    this.#built = new.target === ToolExecutionStatus;
     Object.freeze(this);
   }
 

@@ -20,7 +20,19 @@ import {
   type ToolResultResponse,
 } from "../endpoint/models.ts";
 import type { JsonObject } from "../_internal/json.ts";
-import { pairedResponseType, registryOperationOf, ToolEnvelope } from "./envelope.ts";
+import {
+  envelopeFromFactory,
+  pairedResponseType,
+  registryOperationOf,
+  ToolEnvelope,
+} from "./envelope.ts";
+import {
+  builtControlResponsePayload,
+  builtErrorPayload,
+  builtInvokeResponsePayload,
+  builtResultResponsePayload,
+  builtStatusResponsePayload,
+} from "./_built_payloads.ts";
 import { invokeRequestToPayload } from "./invoke_request.ts";
 import {
   controlRequestToPayload,
@@ -205,12 +217,21 @@ export function makeErrorEnvelope(
   );
 }
 
+// The typed validation of a payload built from marked models (src/wire/_built_payloads.ts):
+// their constructors already ran every check the validators would run again.
+function builtByModels(): void {}
+
+/**
+ * The response to `request`. `built` says `payload` is the canonical payload of marked models
+ * (adopted as it is, without the typed validation); otherwise the envelope copies and validates.
+ */
 function correlatedResponse(
   messageType: ToolMessageType,
   payload: JsonObject,
   request: ToolEnvelope,
+  built = false,
 ): ToolEnvelope {
-  return typedFactoryEnvelope({
+  const init = {
     messageType,
     requestId: request.requestId,
     invocationId: request.invocationId,
@@ -219,7 +240,8 @@ function correlatedResponse(
     endpointInstanceId: request.endpointInstanceId,
     operation: request.operation,
     payload,
-  });
+  };
+  return built ? envelopeFromFactory(init, builtByModels) : typedFactoryEnvelope(init);
 }
 
 function requireRequest(request: ToolEnvelope, responseType: ToolMessageType): void {
@@ -235,9 +257,11 @@ export function makeInvokeResponseEnvelope(
   response: InvokeResponse,
   request: ToolEnvelope,
 ): ToolEnvelope {
-  const payload = invokeResponseToPayload(response);
+  const built = builtInvokeResponsePayload(response);
+  // Without a built payload, the adapter's type errors come before the request's.
+  const payload = built === undefined ? invokeResponseToPayload(response) : built;
   requireRequest(request, "tool.invoke.response");
-  return correlatedResponse("tool.invoke.response", payload, request);
+  return correlatedResponse("tool.invoke.response", payload, request, built !== undefined);
 }
 
 /** The `tool.status.response` answering `request`. */
@@ -245,9 +269,11 @@ export function makeStatusResponseEnvelope(
   status: ToolExecutionStatus,
   request: ToolEnvelope,
 ): ToolEnvelope {
-  const payload = statusResponseToPayload(status);
+  const built = builtStatusResponsePayload(status);
+  // Without a built payload, the adapter's type errors come before the request's.
+  const payload = built === undefined ? statusResponseToPayload(status) : built;
   requireRequest(request, "tool.status.response");
-  return correlatedResponse("tool.status.response", payload, request);
+  return correlatedResponse("tool.status.response", payload, request, built !== undefined);
 }
 
 /** The `tool.result.response` answering `request`. */
@@ -255,9 +281,11 @@ export function makeResultResponseEnvelope(
   response: ToolResultResponse,
   request: ToolEnvelope,
 ): ToolEnvelope {
-  const payload = resultResponseToPayload(response);
+  const built = builtResultResponsePayload(response);
+  // Without a built payload, the adapter's type errors come before the request's.
+  const payload = built === undefined ? resultResponseToPayload(response) : built;
   requireRequest(request, "tool.result.response");
-  return correlatedResponse("tool.result.response", payload, request);
+  return correlatedResponse("tool.result.response", payload, request, built !== undefined);
 }
 
 /** The `tool.control.response` answering `request`. */
@@ -265,9 +293,11 @@ export function makeControlResponseEnvelope(
   response: ToolControlResponse,
   request: ToolEnvelope,
 ): ToolEnvelope {
-  const payload = controlResponseToPayload(response);
+  const built = builtControlResponsePayload(response);
+  // Without a built payload, the adapter's type errors come before the request's.
+  const payload = built === undefined ? controlResponseToPayload(response) : built;
   requireRequest(request, "tool.control.response");
-  return correlatedResponse("tool.control.response", payload, request);
+  return correlatedResponse("tool.control.response", payload, request, built !== undefined);
 }
 
 /**
@@ -275,12 +305,13 @@ export function makeControlResponseEnvelope(
  * envelope, so it also answers a request whose typed payload is invalid.
  */
 export function makeErrorResponseEnvelope(error: ToolError, request: ToolEnvelope): ToolEnvelope {
-  const payload = errorToPayload(error);
+  const built = builtErrorPayload(error);
+  const payload = built === undefined ? errorToPayload(error) : built;
   if (!(request instanceof ToolEnvelope)) throw new TypeError("request must be a ToolEnvelope");
   if (pairedResponseType(request.messageType) === undefined) {
     throw new RangeError("request envelope has no paired error response");
   }
-  return correlatedResponse("tool.error", payload, request);
+  return correlatedResponse("tool.error", payload, request, built !== undefined);
 }
 
 /** The identity of a management request. */

@@ -1,0 +1,190 @@
+// The response factories adopt the canonical payload of models their constructors built
+// (src/wire/_built_payloads.ts): the envelope must encode byte for byte as the copied and
+// validated payload of today's path, and a forged or look-alike model must take that path.
+import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
+import { ToolAccepted, ToolError, ToolExecutionStatus, ToolResult } from "../../mod.ts";
+import {
+  controlResponseToPayload,
+  encodeEnvelope,
+  errorToPayload,
+  invokeResponseToPayload,
+  makeControlRequestEnvelope,
+  makeControlResponseEnvelope,
+  makeErrorResponseEnvelope,
+  makeInvokeRequestEnvelope,
+  makeInvokeResponseEnvelope,
+  makeResultRequestEnvelope,
+  makeResultResponseEnvelope,
+  makeStatusRequestEnvelope,
+  makeStatusResponseEnvelope,
+  resultResponseToPayload,
+  statusResponseToPayload,
+  ToolEnvelope,
+  validateMessageEnvelope,
+} from "../../wire.ts";
+import {
+  builtControlResponsePayload,
+  builtErrorPayload,
+  builtInvokeResponsePayload,
+  builtResultResponsePayload,
+  builtStatusResponsePayload,
+} from "../../src/wire/_built_payloads.ts";
+import { adoptJsonObject, canonicalHeight } from "../../src/_internal/json.ts";
+import { ToolRequest } from "../../mod.ts";
+import * as gen from "../_gen.ts";
+import { SeededRandom } from "../_gen.ts";
+
+// Array-index keys included: the writer flag they set must survive the built path.
+function makeGen(seed: number): gen.Gen {
+  return { rng: new SeededRandom(seed), indexKeys: true };
+}
+
+/** Today's path: the adapter's payload, copied by the envelope, then the typed validation. */
+function slowEnvelope(
+  messageType: ToolEnvelope["messageType"],
+  payload: object,
+  request: ToolEnvelope,
+): ToolEnvelope {
+  const envelope = new ToolEnvelope({
+    messageType,
+    requestId: request.requestId,
+    invocationId: request.invocationId,
+    attemptId: request.attemptId,
+    endpointId: request.endpointId,
+    endpointInstanceId: request.endpointInstanceId,
+    operation: request.operation,
+    payload,
+  });
+  validateMessageEnvelope(envelope);
+  return envelope;
+}
+
+const decoder = new TextDecoder();
+
+function assertSameBytes(fast: ToolEnvelope, slow: ToolEnvelope, label: string): void {
+  const a = encodeEnvelope(fast);
+  const b = encodeEnvelope(slow);
+  assertEquals(decoder.decode(a), decoder.decode(b), label);
+  assertEquals(a, b, label);
+  assertEquals(Object.keys(fast.payload), Object.keys(slow.payload), label);
+  assertEquals(canonicalHeight(fast.payload), canonicalHeight(slow.payload), label);
+}
+
+Deno.test("built response payloads encode byte for byte as the copied and validated ones", () => {
+  let fastCount = 0;
+  for (let seed = 1; seed <= 400; seed++) {
+    const g = makeGen(seed);
+    const context = gen.toolContext(g);
+    const options = { requestId: gen.idString(g), endpointInstanceId: gen.idString(g) };
+    const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, options);
+    const status = makeStatusRequestEnvelope(context, options);
+    const result = makeResultRequestEnvelope(context, options);
+    const command = g.rng.pick(["cancel", "stop"] as const);
+    const control = makeControlRequestEnvelope(command, context, options);
+    const answers = [
+      gen.toolResult(g),
+      new ToolAccepted({ details: gen.jsonObject(g) }),
+      new ToolAccepted(),
+      gen.toolError(g),
+    ];
+    for (const answer of answers) {
+      assert(builtInvokeResponsePayload(answer) !== undefined);
+      assertSameBytes(
+        makeInvokeResponseEnvelope(answer, invoke),
+        slowEnvelope("tool.invoke.response", invokeResponseToPayload(answer), invoke),
+        `seed ${seed} invoke`,
+      );
+      fastCount++;
+    }
+    const phase = gen.executionStatus(g);
+    assert(builtStatusResponsePayload(phase) !== undefined);
+    assertSameBytes(
+      makeStatusResponseEnvelope(phase, status),
+      slowEnvelope("tool.status.response", statusResponseToPayload(phase), status),
+      `seed ${seed} status`,
+    );
+    const lookup = gen.resultResponse(g);
+    assert(builtResultResponsePayload(lookup) !== undefined);
+    assertSameBytes(
+      makeResultResponseEnvelope(lookup, result),
+      slowEnvelope("tool.result.response", resultResponseToPayload(lookup), result),
+      `seed ${seed} result`,
+    );
+    const answer = gen.controlResponse(g, command);
+    assert(builtControlResponsePayload(answer) !== undefined);
+    assertSameBytes(
+      makeControlResponseEnvelope(answer, control),
+      slowEnvelope("tool.control.response", controlResponseToPayload(answer), control),
+      `seed ${seed} control`,
+    );
+    const error = gen.toolError(g);
+    assert(builtErrorPayload(error) !== undefined);
+    assertSameBytes(
+      makeErrorResponseEnvelope(error, invoke),
+      slowEnvelope("tool.error", errorToPayload(error), invoke),
+      `seed ${seed} error`,
+    );
+    fastCount += 4;
+  }
+  assertEquals(fastCount, 400 * 8);
+});
+
+Deno.test("a payload that only JSON.stringify would write wrongly keeps its writer flag", () => {
+  const g = makeGen(7);
+  const context = gen.toolContext(g);
+  const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, {
+    requestId: "request-1",
+    endpointInstanceId: undefined,
+  });
+  for (const outputs of [{ small: 1e-7 }, { "0": true, b: [1e-5] }, { n: { "7": null } }]) {
+    const answer = new ToolResult({ status: "succeeded", outputs });
+    assertSameBytes(
+      makeInvokeResponseEnvelope(answer, invoke),
+      slowEnvelope("tool.invoke.response", invokeResponseToPayload(answer), invoke),
+      JSON.stringify(outputs),
+    );
+  }
+});
+
+Deno.test("a forged or foreign model takes the copying and validating path", () => {
+  const g = makeGen(3);
+  const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), gen.toolContext(g), {
+    requestId: "request-1",
+    endpointInstanceId: undefined,
+  });
+  // Object.create(prototype) with bad fields passes instanceof but carries no mark.
+  const forged = Object.assign(Object.create(ToolResult.prototype), {
+    status: "exploded",
+    outputs: {},
+  }) as ToolResult;
+  assertStrictEquals(builtInvokeResponsePayload(forged), undefined);
+  assertThrows(
+    () => makeInvokeResponseEnvelope(forged, invoke),
+    Error,
+    "unsupported tool result status",
+  );
+  // A genuine result holding a forged error (the error brand is on the prototype).
+  const badError = Object.assign(Object.create(ToolError.prototype), {
+    code: "",
+    message: "m",
+    retryable: false,
+    details: {},
+  }) as ToolError;
+  const holding = new ToolResult({ status: "failed", error: badError });
+  assertStrictEquals(builtInvokeResponsePayload(holding), undefined);
+  assertThrows(() => makeInvokeResponseEnvelope(holding, invoke), Error, "code");
+  // A subclass instance and a Proxy of a genuine model carry no mark either.
+  class Loud extends ToolExecutionStatus {}
+  assertStrictEquals(builtStatusResponsePayload(new Loud({ phase: "running" })), undefined);
+  const proxied = new Proxy(new ToolResult({ status: "succeeded" }), {});
+  assertStrictEquals(builtInvokeResponsePayload(proxied), undefined);
+  // A model adopted from a decoded payload whose JSON field is not canonical is copied.
+  const plain = Object.freeze({ b: 1, a: 2 });
+  const adopted = new ToolResult({ status: "succeeded", outputs: adoptJsonObject(plain) });
+  assertStrictEquals(builtInvokeResponsePayload(adopted), undefined);
+  assertSameBytes(
+    makeInvokeResponseEnvelope(adopted, invoke),
+    slowEnvelope("tool.invoke.response", invokeResponseToPayload(adopted), invoke),
+    "adopted",
+  );
+});
