@@ -87,7 +87,6 @@ export class ToolError {
   /** Structured JSON details (deeply frozen). */
   readonly details: JsonObject;
 
-  /** Validates and freezes an error. Check order: `code`, `message`, `retryable`, `details`. */
   // Set by the constructor when it built this object itself (see builtReaders).
   #built = false;
 
@@ -95,6 +94,7 @@ export class ToolError {
     builtReaders.error = (value) => #built in value && (value as ToolError).#built;
   }
 
+  /** Validates and freezes an error. Check order: `code`, `message`, `retryable`, `details`. */
   constructor(init: ToolErrorInit) {
     requireInit(init, "ToolError");
     const code = requireNonEmpty(init.code, "code");
@@ -156,10 +156,6 @@ export class ToolResult {
   /** The error of a `failed` or `unknown` result; `undefined` otherwise. */
   readonly error: ToolError | undefined;
 
-  /**
-   * Validates and freezes a result. Check order: `status`, error presence for the status, error
-   * type, `outputs`.
-   */
   // Set by the constructor when it built this object itself (see builtReaders).
   #built = false;
 
@@ -167,6 +163,10 @@ export class ToolResult {
     builtReaders.result = (value) => #built in value && (value as ToolResult).#built;
   }
 
+  /**
+   * Validates and freezes a result. Check order: `status`, error presence for the status, error
+   * type, `outputs`.
+   */
   constructor(init: ToolResultInit) {
     requireInit(init, "ToolResult");
     const status = requireMember<ToolResultStatus>(
@@ -231,7 +231,6 @@ export class ToolResultResponse {
   /** The result when `available`; `undefined` otherwise. */
   readonly result: ToolResult | undefined;
 
-  /** Validates and freezes a result lookup answer. */
   // Set by the constructor when it built this object itself (see builtReaders).
   #built = false;
 
@@ -240,6 +239,7 @@ export class ToolResultResponse {
       #built in value && (value as ToolResultResponse).#built;
   }
 
+  /** Validates and freezes a result lookup answer. */
   constructor(init: ToolResultResponseInit) {
     requireInit(init, "ToolResultResponse");
     const status = requireMember<ToolResultResponseStatus>(
@@ -289,7 +289,6 @@ export class ToolAccepted {
   /** Structured JSON details (deeply frozen). */
   readonly details: JsonObject;
 
-  /** Validates, copies and freezes the details; the init object may be omitted. */
   // Set by the constructor when it built this object itself (see builtReaders).
   #built = false;
 
@@ -297,6 +296,7 @@ export class ToolAccepted {
     builtReaders.accepted = (value) => #built in value && (value as ToolAccepted).#built;
   }
 
+  /** Validates, copies and freezes the details; the init object may be omitted. */
   constructor(init: ToolAcceptedInit = {}) {
     requireInit(init, "ToolAccepted");
     this.details = jsonField(init.details, "details");
@@ -356,10 +356,6 @@ export class ToolControlResponse {
   /** Structured JSON details (deeply frozen). */
   readonly details: JsonObject;
 
-  /**
-   * Validates and freezes a control answer. Check order: `command`, `status`, error presence,
-   * error type, `details`.
-   */
   // Set by the constructor when it built this object itself (see builtReaders).
   #built = false;
 
@@ -368,6 +364,10 @@ export class ToolControlResponse {
       #built in value && (value as ToolControlResponse).#built;
   }
 
+  /**
+   * Validates and freezes a control answer. Check order: `command`, `status`, error presence,
+   * error type, `details`.
+   */
   constructor(init: ToolControlResponseInit) {
     requireInit(init, "ToolControlResponse");
     const command = requireMember<ToolControlCommand>(
@@ -498,10 +498,6 @@ export class ToolExecutionStatus {
   /** Structured JSON details (deeply frozen). */
   readonly details: JsonObject;
 
-  /**
-   * Validates and freezes an execution status. Check order: `phase`, error presence, error
-   * type, `details`.
-   */
   // Set by the constructor when it built this object itself (see builtReaders).
   #built = false;
 
@@ -510,6 +506,10 @@ export class ToolExecutionStatus {
       #built in value && (value as ToolExecutionStatus).#built;
   }
 
+  /**
+   * Validates and freezes an execution status. Check order: `phase`, error presence, error
+   * type, `details`.
+   */
   constructor(init: ToolExecutionStatusInit) {
     requireInit(init, "ToolExecutionStatus");
     const phase = requireMember<ExecutionPhase>(init.phase, EXECUTION_PHASES, "execution phase");
