@@ -29,26 +29,27 @@ import {
 } from "../endpoint/outcomes.ts";
 import type { InvokeResponse } from "./execution_payloads.ts";
 
-// The facts of the object built last (its height) and of the whole payload so far (its flag).
-// The builders run synchronously and never re-enter, so module state is safe.
-let height = 0;
-let flag = 0;
+/** The facts of the object built last (its height) and of the whole payload so far (its flag). */
+interface Facts {
+  height: number;
+  flag: number;
+}
 
 /** The height of a model's JSON field placed at `depth`, or -1 when it must be copied. */
-function jsonHeight(value: JsonObject, depth: number): number {
+function jsonHeight(value: JsonObject, depth: number, f: Facts): number {
   if (value === EMPTY_OBJECT) return 0;
   const h = canonicalHeight(value);
   if (h === undefined || depth + h > MAX_JSON_DEPTH) return -1;
-  if (canonicalNeedsWriter(value)) flag = 1;
+  if (canonicalNeedsWriter(value)) f.flag = 1;
   return h;
 }
 
-/** `{code, details, message, retryable}` of a marked error at `depth`; sets `height`. */
-function errorObject(error: unknown, depth: number): JsonObject | undefined {
+/** `{code, details, message, retryable}` of a marked error at `depth`; sets `f.height`. */
+function errorObject(error: unknown, depth: number, f: Facts): JsonObject | undefined {
   if (!(error instanceof ToolError) || !isBuiltModel.error(error)) return undefined;
-  const h = jsonHeight(error.details, depth + 1);
+  const h = jsonHeight(error.details, depth + 1, f);
   if (h < 0) return undefined;
-  height = h + 1;
+  f.height = h + 1;
   return Object.freeze({
     code: error.code,
     details: error.details,
@@ -57,104 +58,108 @@ function errorObject(error: unknown, depth: number): JsonObject | undefined {
   });
 }
 
-/** `{error?, outputs, status}` of a marked result at `depth`; sets `height`. */
-function resultObject(result: unknown, depth: number): JsonObject | undefined {
+/** `{error?, outputs, status}` of a marked result at `depth`; sets `f.height`. */
+function resultObject(result: unknown, depth: number, f: Facts): JsonObject | undefined {
   if (!(result instanceof ToolResult) || !isBuiltModel.result(result)) return undefined;
-  const h = jsonHeight(result.outputs, depth + 1);
+  const h = jsonHeight(result.outputs, depth + 1, f);
   if (h < 0) return undefined;
   if (result.error === undefined) {
-    height = h + 1;
+    f.height = h + 1;
     return Object.freeze({ outputs: result.outputs, status: result.status });
   }
-  const error = errorObject(result.error, depth + 1);
+  const error = errorObject(result.error, depth + 1, f);
   if (error === undefined) return undefined;
-  height = Math.max(h, height) + 1;
+  f.height = Math.max(h, f.height) + 1;
   return Object.freeze({ error, outputs: result.outputs, status: result.status });
 }
 
 /** The canonical `tool.invoke.response` payload of a marked model, or `undefined`. */
 export function builtInvokeResponsePayload(response: InvokeResponse): JsonObject | undefined {
-  flag = 0;
+  const f: Facts = { height: 0, flag: 0 };
   if (response instanceof ToolResult) {
-    const result = resultObject(response, 1);
+    const result = resultObject(response, 1, f);
     if (result === undefined) return undefined;
-    return sealCanonical({ outcome: "completed", result }, height + 1, flag);
+    return sealCanonical({ outcome: "completed", result }, f.height + 1, f.flag);
   }
   if (response instanceof ToolAccepted) {
     if (!isBuiltModel.accepted(response)) return undefined;
-    const h = jsonHeight(response.details, 2);
+    const h = jsonHeight(response.details, 2, f);
     if (h < 0) return undefined;
     const accepted = Object.freeze({ details: response.details });
-    return sealCanonical({ accepted, outcome: "accepted" }, h + 2, flag);
+    return sealCanonical({ accepted, outcome: "accepted" }, h + 2, f.flag);
   }
   if (response instanceof ToolError) {
-    const error = errorObject(response, 1);
+    const error = errorObject(response, 1, f);
     if (error === undefined) return undefined;
-    return sealCanonical({ error, outcome: "rejected" }, height + 1, flag);
+    return sealCanonical({ error, outcome: "rejected" }, f.height + 1, f.flag);
   }
   return undefined;
 }
 
-/** `{details, error?, phase}` of a marked status at `depth`; sets `height`. */
-function statusObject(status: ToolExecutionStatus, depth: number): JsonObject | undefined {
+/** `{details, error?, phase}` of a marked status at `depth`; sets `f.height`. */
+function statusObject(
+  status: ToolExecutionStatus,
+  depth: number,
+  f: Facts,
+): JsonObject | undefined {
   if (!isBuiltModel.executionStatus(status)) return undefined;
-  const h = jsonHeight(status.details, depth + 1);
+  const h = jsonHeight(status.details, depth + 1, f);
   if (h < 0) return undefined;
   if (status.error === undefined) {
-    height = h + 1;
+    f.height = h + 1;
     return Object.freeze({ details: status.details, phase: status.phase });
   }
-  const error = errorObject(status.error, depth + 1);
+  const error = errorObject(status.error, depth + 1, f);
   if (error === undefined) return undefined;
-  height = Math.max(h, height) + 1;
+  f.height = Math.max(h, f.height) + 1;
   return Object.freeze({ details: status.details, error, phase: status.phase });
 }
 
 /** The canonical `tool.status.response` payload of a marked status, or `undefined`. */
 export function builtStatusResponsePayload(status: ToolExecutionStatus): JsonObject | undefined {
-  flag = 0;
+  const f: Facts = { height: 0, flag: 0 };
   if (typeof status !== "object" || status === null) return undefined;
-  const inner = statusObject(status, 1);
+  const inner = statusObject(status, 1, f);
   if (inner === undefined) return undefined;
-  return sealCanonical({ status: inner }, height + 1, flag);
+  return sealCanonical({ status: inner }, f.height + 1, f.flag);
 }
 
 /** The canonical `tool.result.response` payload of a marked response, or `undefined`. */
 export function builtResultResponsePayload(
   response: ToolResultResponse,
 ): JsonObject | undefined {
-  flag = 0;
+  const f: Facts = { height: 0, flag: 0 };
   if (typeof response !== "object" || response === null) return undefined;
   if (!isBuiltModel.resultResponse(response)) return undefined;
   if (response.result === undefined) {
     return sealCanonical({ status: response.status }, 1, 0);
   }
-  const result = resultObject(response.result, 1);
+  const result = resultObject(response.result, 1, f);
   if (result === undefined) return undefined;
-  return sealCanonical({ result, status: response.status }, height + 1, flag);
+  return sealCanonical({ result, status: response.status }, f.height + 1, f.flag);
 }
 
 /** The canonical `tool.control.response` payload of a marked response, or `undefined`. */
 export function builtControlResponsePayload(
   response: ToolControlResponse,
 ): JsonObject | undefined {
-  flag = 0;
+  const f: Facts = { height: 0, flag: 0 };
   if (typeof response !== "object" || response === null) return undefined;
   if (!isBuiltModel.controlResponse(response)) return undefined;
-  const h = jsonHeight(response.details, 2);
+  const h = jsonHeight(response.details, 2, f);
   if (h < 0) return undefined;
   let inner: JsonObject;
   if (response.error === undefined) {
-    height = h + 1;
+    f.height = h + 1;
     inner = Object.freeze({
       command: response.command,
       details: response.details,
       status: response.status,
     });
   } else {
-    const error = errorObject(response.error, 2);
+    const error = errorObject(response.error, 2, f);
     if (error === undefined) return undefined;
-    height = Math.max(h, height) + 1;
+    f.height = Math.max(h, f.height) + 1;
     inner = Object.freeze({
       command: response.command,
       details: response.details,
@@ -162,13 +167,13 @@ export function builtControlResponsePayload(
       status: response.status,
     });
   }
-  return sealCanonical({ response: inner }, height + 1, flag);
+  return sealCanonical({ response: inner }, f.height + 1, f.flag);
 }
 
 /** The canonical `tool.error` payload of a marked error, or `undefined`. */
 export function builtErrorPayload(error: ToolError): JsonObject | undefined {
-  flag = 0;
-  const inner = errorObject(error, 1);
+  const f: Facts = { height: 0, flag: 0 };
+  const inner = errorObject(error, 1, f);
   if (inner === undefined) return undefined;
-  return sealCanonical({ error: inner }, height + 1, flag);
+  return sealCanonical({ error: inner }, f.height + 1, f.flag);
 }
