@@ -15,17 +15,9 @@
  * @module
  */
 
-const INITIAL_CAPACITY = 64;
+import { fnv1a32 } from "../_internal/hash.ts";
 
-/** FNV-1a over the UTF-16 code units: spreads UUIDs and counters alike. */
-function hashOf(key: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) {
-    hash ^= key.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
+const INITIAL_CAPACITY = 64;
 
 /** A string-keyed table of pending entries (load at most one half, linear probing). */
 export class RequestTable<V> {
@@ -42,7 +34,7 @@ export class RequestTable<V> {
 
   #find(key: string): number {
     const keys = this.#keys;
-    const hash = hashOf(key);
+    const hash = fnv1a32(key);
     for (let i = hash & this.#mask;; i = (i + 1) & this.#mask) {
       const stored = keys[i];
       if (stored === undefined) return -1;
@@ -69,7 +61,7 @@ export class RequestTable<V> {
       return;
     }
     if ((this.#size + 1) * 2 > this.#keys.length) this.#grow();
-    this.#insert(key, value, hashOf(key));
+    this.#insert(key, value, fnv1a32(key));
     this.#size++;
   }
 

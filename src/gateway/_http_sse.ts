@@ -116,6 +116,11 @@ export function eventStream(
       stop();
     },
   });
+  return sseResponse(stream);
+}
+
+/** The `200` response of an SSE stream: not cached, not buffered by a proxy. */
+export function sseResponse(stream: ReadableStream<Uint8Array>): Response {
   return new Response(stream, {
     status: 200,
     headers: {

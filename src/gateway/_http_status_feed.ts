@@ -9,6 +9,7 @@
 import type { ToolGateway } from "./gateway.ts";
 import type { InvocationStore, StoreChange, StoredInvocation } from "./_store.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+import { sseResponse } from "./_http_sse.ts";
 
 const encoder = new TextEncoder();
 const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
@@ -138,12 +139,5 @@ export function statusFeed(context: StatusFeedContext, callerId: string): Respon
       stop();
     },
   });
-  return new Response(stream, {
-    status: 200,
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-store",
-      "x-accel-buffering": "no",
-    },
-  });
+  return sseResponse(stream);
 }

@@ -3,6 +3,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolSemantics } from "../endpoint/constants.ts";
 import type { EndpointRegistryRecord } from "../node/registry_records.ts";
 import type { McpToolMetadata } from "./server.ts";
+import { fnv1a32 } from "../_internal/hash.ts";
 
 /** The name rule of MCP tools (spec 2025-11-25). */
 export const MCP_TOOL_NAME = /^[A-Za-z0-9._-]{1,128}$/;
@@ -11,12 +12,7 @@ const MAX = 128;
 
 /** FNV-1a 32 of `text`, 8 hex digits: the suffix that keeps altered names apart. */
 function hash(text: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, "0");
+  return fnv1a32(text).toString(16).padStart(8, "0");
 }
 
 /**
