@@ -128,11 +128,30 @@ class DecodedFields {
 interface TypedMark {
   read(envelope: ToolEnvelope): boolean;
   set(envelope: ToolEnvelope): void;
+  /** True when the constructor built `value` (a forged, proxied or plain object is not). */
+  built(value: object): boolean;
 }
 
 // Set once, by the class's static block, when this module is evaluated; never reassigned. Only
 // envelopeFromFactory sets a mark, so user code cannot mark an envelope.
-const typedMark: TypedMark = { read: () => false, set: () => {} };
+const typedMark: TypedMark = { read: () => false, set: () => {}, built: () => false };
+
+/**
+ * The fields of a response to an envelope the constructor built: the module-private token of
+ * {@linkcode envelopeAnswering}, told apart by its private brand like {@linkcode DecodedFields}.
+ */
+class AnswerFields {
+  readonly #brand = true;
+  constructor(
+    readonly messageType: ToolMessageType,
+    readonly payload: JsonObject,
+    readonly request: ToolEnvelope,
+  ) {}
+
+  static holds(value: object): value is AnswerFields {
+    return #brand in value;
+  }
+}
 
 /**
  * One logical Wire message: a header matrix checked at construction, and a JSON-object payload.
@@ -195,13 +214,32 @@ export class ToolEnvelope {
     typedMark.set = (envelope) => {
       envelope.#typed = true;
     };
+    typedMark.built = (value) => #typed in value;
   }
 
   /** Checks the header matrix and copies the payload; throws {@linkcode ToolProtocolError}. */
   constructor(init: ToolEnvelopeInit);
-  constructor(init: ToolEnvelopeInit | DecodedFields) {
+  constructor(init: ToolEnvelopeInit | DecodedFields | AnswerFields) {
     if (typeof init !== "object" || init === null) {
       throw new TypeError("envelope fields must be an object");
+    }
+    if (AnswerFields.holds(init)) {
+      // Only envelopeAnswering passes AnswerFields: the request's headers passed this
+      // constructor's checks, and a response's row of the header matrix is its request's.
+      const request = init.request;
+      this.protocol = request.protocol;
+      this.messageType = init.messageType;
+      this.payload = init.payload;
+      this.requestId = request.requestId;
+      this.invocationId = request.invocationId;
+      this.attemptId = request.attemptId;
+      this.endpointId = request.endpointId;
+      this.endpointInstanceId = request.endpointInstanceId;
+      this.operation = request.operation;
+      this.sequence = undefined;
+      this.#typed = true;
+      Object.freeze(this);
+      return;
     }
     // Only envelopeFromDecoded passes DecodedFields (see DecodedPayload).
     let checked = false;
@@ -349,6 +387,24 @@ export function envelopeFromFactory(
   validate(envelope);
   typedMark.set(envelope);
   return envelope;
+}
+
+/**
+ * @internal The `responseType` envelope answering `request` with `payload`, its headers taken
+ * from `request` without checking them again, marked as a factory's envelope; `undefined` when
+ * `request` is no envelope the constructor built (a forged or proxied one), which then takes the
+ * checked path. Only for a `tool.*` request whose pairing `responseType` the caller checked, and a
+ * canonical payload of models that passed their typed validation (what `builtInvokeResponsePayload`
+ * and its siblings return): the constructor would take both as they are and check the same headers.
+ */
+export function envelopeAnswering(
+  request: ToolEnvelope,
+  responseType: ToolMessageType,
+  payload: JsonObject,
+): ToolEnvelope | undefined {
+  if (!typedMark.built(request)) return undefined;
+  const fields = new AnswerFields(responseType, payload, request) as unknown as ToolEnvelopeInit;
+  return new ToolEnvelope(fields);
 }
 
 /**

@@ -21,6 +21,7 @@ import {
 } from "../endpoint/models.ts";
 import type { JsonObject } from "../_internal/json.ts";
 import {
+  envelopeAnswering,
   envelopeFromFactory,
   pairedResponseType,
   registryOperationOf,
@@ -231,6 +232,11 @@ function correlatedResponse(
   request: ToolEnvelope,
   built = false,
 ): ToolEnvelope {
+  if (built) {
+    // The request's headers were checked when it was built: the answer takes them as they are.
+    const answer = envelopeAnswering(request, messageType, payload);
+    if (answer !== undefined) return answer;
+  }
   const init = {
     messageType,
     requestId: request.requestId,

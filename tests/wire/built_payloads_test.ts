@@ -20,6 +20,7 @@ import {
   resultResponseToPayload,
   statusResponseToPayload,
   ToolEnvelope,
+  ToolProtocolError,
   validateMessageEnvelope,
 } from "../../wire.ts";
 import {
@@ -30,6 +31,7 @@ import {
   builtStatusResponsePayload,
 } from "../../src/wire/_built_payloads.ts";
 import { adoptJsonObject, canonicalHeight } from "../../src/_internal/json.ts";
+import { isFactoryTyped } from "../../src/wire/envelope.ts";
 import { ToolRequest } from "../../mod.ts";
 import * as gen from "../_gen.ts";
 import { SeededRandom } from "../_gen.ts";
@@ -68,6 +70,11 @@ function assertSameBytes(fast: ToolEnvelope, slow: ToolEnvelope, label: string):
   assertEquals(a, b, label);
   assertEquals(Object.keys(fast.payload), Object.keys(slow.payload), label);
   assertEquals(canonicalHeight(fast.payload), canonicalHeight(slow.payload), label);
+  // The whole envelope, not only its bytes: the same own fields in the same order, frozen, and
+  // marked as a factory's (the answer to a built request takes its headers as they are).
+  assertEquals(Object.entries(fast), Object.entries(slow), label);
+  assert(Object.isFrozen(fast), label);
+  assert(isFactoryTyped(fast), label);
 }
 
 Deno.test("built response payloads encode byte for byte as the copied and validated ones", () => {
@@ -186,5 +193,41 @@ Deno.test("a forged or foreign model takes the copying and validating path", () 
     makeInvokeResponseEnvelope(adopted, invoke),
     slowEnvelope("tool.invoke.response", invokeResponseToPayload(adopted), invoke),
     "adopted",
+  );
+});
+
+Deno.test("the answer to a forged or proxied request takes the checked path", () => {
+  const g = makeGen(5);
+  const context = gen.toolContext(g);
+  const genuine = makeStatusRequestEnvelope(context, {
+    requestId: "request-1",
+    endpointInstanceId: undefined,
+  });
+  const status = new ToolExecutionStatus({ phase: "running" });
+  // Object.create(prototype) passes instanceof but was never checked by the constructor: its
+  // blank request id and lone surrogate must be refused as a hand-built envelope's are.
+  for (
+    const [field, value, path, message] of [
+      ["requestId", " ", "request_id", "must be a non-empty string"],
+      ["invocationId", "\ud800", "invocation_id", "must contain only valid Unicode scalar values"],
+    ] as const
+  ) {
+    const forged = Object.assign(Object.create(ToolEnvelope.prototype), {
+      ...genuine,
+      [field]: value,
+    }) as ToolEnvelope;
+    const error = assertThrows(() => makeStatusResponseEnvelope(status, forged), ToolProtocolError);
+    assertEquals([error.code, error.path, error.message], [
+      "FORGE_PROTOCOL_INVALID_MESSAGE",
+      path,
+      message,
+    ]);
+  }
+  // A Proxy of a genuine request carries no brand either; its answer is still the same message.
+  const proxied = new Proxy(genuine, {});
+  assertSameBytes(
+    makeStatusResponseEnvelope(status, proxied),
+    makeStatusResponseEnvelope(status, genuine),
+    "proxied",
   );
 });
