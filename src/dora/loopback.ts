@@ -7,7 +7,7 @@
  * @module
  */
 import { withResolvers } from "../_internal/async.ts";
-import { optionalFunction, optionMessage } from "../_internal/options.ts";
+import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
 
@@ -39,6 +39,14 @@ export interface LoopbackDataflowOptions {
    * @default {{}}
    */
   readonly faults?: LoopbackFaults;
+  /**
+   * How many of the latest outputs {@linkcode LoopbackDataflow.sent} keeps: beyond it the oldest
+   * is dropped, so a dataflow that runs for hours (the demo, a soak, a bench) holds a bounded
+   * history. A positive integer; `Number.MAX_SAFE_INTEGER` keeps every output.
+   *
+   * @default {1024}
+   */
+  readonly maxSentHistory?: number;
 }
 
 /**
@@ -104,11 +112,15 @@ interface QueuedEvent {
 export class LoopbackDataflow {
   /** The node side: give it to the runner (or read events from it directly). */
   readonly transport: DoraTransport;
-  /** Every output the node sent successfully, in order (kept also after it was read). */
+  /**
+   * The latest outputs the node sent successfully, in order (kept also after they were read), at
+   * most `maxSentHistory` of them.
+   */
   readonly sent: LoopbackOutput[] = [];
   /** Every line the node wrote through `transport.log`. */
   readonly logs: { readonly level: string; readonly message: string }[] = [];
   readonly #requestInputId: string;
+  readonly #maxSentHistory: number;
   readonly #now: () => number;
   readonly #faults: LoopbackFaults;
   readonly #events: QueuedEvent[] = [];
@@ -137,6 +149,12 @@ export class LoopbackDataflow {
       throw new TypeError(optionMessage(CREATE_LOOPBACK, "faults", "an object", faults));
     }
     this.#requestInputId = inputId;
+    this.#maxSentHistory = positiveIntegerOption(
+      CREATE_LOOPBACK,
+      "maxSentHistory",
+      options.maxSentHistory,
+      1024,
+    );
     this.#now = optionalFunction<() => number>(CREATE_LOOPBACK, "now", options.now) ?? Date.now;
     optionalFunction(CREATE_LOOPBACK, "faults.input", (faults as LoopbackFaults).input);
     optionalFunction(CREATE_LOOPBACK, "faults.output", (faults as LoopbackFaults).output);
@@ -321,6 +339,7 @@ export class LoopbackDataflow {
       );
     }
     const output: LoopbackOutput = Object.freeze({ id, data: data.slice() });
+    if (this.sent.length >= this.#maxSentHistory) this.sent.shift();
     this.sent.push(output);
     const fates = this.#faults.output === undefined ? [output] : this.#faults.output(output);
     for (const fate of fates) this.#publish(fate);

@@ -35,3 +35,29 @@ Deno.test("a loopback's fault hooks keep their object as this", async () => {
   assertStrictEquals(faults.seen, 1);
   await flow.transport.close();
 });
+
+Deno.test("a loopback keeps the latest maxSentHistory outputs (1,024 by default), every one delivered", async () => {
+  for (const value of [0, 1.5, -1, "8", Number.POSITIVE_INFINITY]) {
+    const error = assertThrows(
+      () => new LoopbackDataflow({ maxSentHistory: value as number }),
+      RangeError,
+    );
+    assertEquals(
+      error.message,
+      `Cannot create a LoopbackDataflow as 'maxSentHistory' must be a positive integer: ` +
+        `current value is ${typeof value === "string" ? JSON.stringify(value) : String(value)}`,
+    );
+  }
+  const small = new LoopbackDataflow({ maxSentHistory: 3 });
+  for (let i = 0; i < 5; i++) await small.transport.sendOutput(`out-${i}`, new Uint8Array([i]));
+  assertEquals(small.sent.map((output) => output.id), ["out-2", "out-3", "out-4"]);
+  // The history bound drops nothing on the way: every output is still read in order.
+  for (let i = 0; i < 5; i++) assertEquals((await small.nextOutput())?.id, `out-${i}`);
+  await small.transport.close();
+
+  const flow = new LoopbackDataflow();
+  for (let i = 0; i < 1100; i++) await flow.transport.sendOutput("out", new Uint8Array([i & 255]));
+  assertEquals(flow.sent.length, 1024);
+  assertEquals(flow.sent[0].data, new Uint8Array([76]));
+  await flow.transport.close();
+});
