@@ -43,6 +43,7 @@ import {
   utf8Length,
 } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
+import { outputBytes, trimOutput } from "./_output_slab.ts";
 import { checkTypedEnvelope } from "../wire/validate.ts";
 import { CARRIER_COLUMN, envelopeFromRow } from "./_carrier_rules.ts";
 import { carrierDecodeLimits, checkedCarrierEnvelope } from "./_carrier_size.ts";
@@ -322,8 +323,11 @@ function writeText(out: Uint8Array, at: number, value: string): number {
  * `maxMessageBytes` (`RangeError`), the full typed validation of the message
  * ({@linkcode validateMessageEnvelope}), then the logical encoded size
  * (`FORGE_PROTOCOL_MESSAGE_TOO_LARGE`, "message size N exceeds limit M"). The payload's compact
- * JSON is written straight into the record batch body; the bytes may be a view of a slightly
- * larger buffer (the room reserved for it before its UTF-8 length was known).
+ * JSON is written straight into the record batch body. The bytes are a view of a larger buffer:
+ * a stream up to 4 KiB shares a 64 KiB buffer with the streams encoded before and after it (a
+ * buffer per stream cost as much as the encoding), so copy them (`bytes.slice()`) before you
+ * transfer their `buffer` to a worker or keep many of them for long; the view itself is never
+ * written again.
  *
  * @example
  * ```ts
@@ -372,8 +376,8 @@ export function encodeToolEnvelopeIpc(
   // Room for the payload: one byte per unit and some; a wider payload is measured and rewritten.
   let room = units + (units >>> 3) + 64;
   for (;;) {
-    const out = new Uint8Array(BODY_AT + headerRoom + 16 + 8 + align8(room) + END_OF_STREAM_BYTES);
-    const view = new DataView(out.buffer);
+    const out = outputBytes(BODY_AT + headerRoom + 16 + 8 + align8(room) + END_OF_STREAM_BYTES);
+    const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
     out.set(HEAD, 0);
     let offset = 0;
     for (let column = 0; column < values.length; column++) {
@@ -428,8 +432,7 @@ export function encodeToolEnvelopeIpc(
     offset += 8 + align8(written);
     setInt64(view, BODY_LENGTH_AT, offset);
     view.setInt32(BODY_AT + offset, CONTINUATION_MARKER, true);
-    const total = BODY_AT + offset + END_OF_STREAM_BYTES;
-    return total === out.length ? out : out.subarray(0, total);
+    return trimOutput(out, BODY_AT + offset + END_OF_STREAM_BYTES);
   }
 }
 
