@@ -397,30 +397,6 @@ export function copyJson(
 }
 
 /**
- * @internal Freezes a container that `JSON.parse` built, and every container below it, in
- * place, in one walk, and returns its height (the deepest nesting below it: 0 for an empty
- * container). The strict decoder's fast path adopts its result this way.
- */
-export function freezeParsedJson(value: object): number {
-  let height = 0;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const item: unknown = value[i];
-      const below = typeof item === "object" && item !== null ? freezeParsedJson(item) : 0;
-      if (below >= height) height = below + 1;
-    }
-  } else {
-    for (const key in value) {
-      const item: unknown = (value as Record<string, unknown>)[key];
-      const below = typeof item === "object" && item !== null ? freezeParsedJson(item) : 0;
-      if (below >= height) height = below + 1;
-    }
-  }
-  Object.freeze(value);
-  return height;
-}
-
-/**
  * A JSON object the Wire already checked, handed to a model constructor so that the model takes
  * it as it is instead of copying it (see {@linkcode adoptJsonObject}).
  */

@@ -13,7 +13,8 @@ import {
   type ToolMessageType,
 } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { copyJson, freezeParsedJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
+import { copyJson, isPlainObject, type JsonObject } from "../_internal/json.ts";
+import { sealParsedJson } from "../_internal/json_parsed.ts";
 import { pyRepr } from "../_internal/repr.ts";
 import { isBlank } from "../_internal/text.ts";
 import { parseStrictJsonBytes } from "../wire/codec.ts";
@@ -37,7 +38,7 @@ const COLUMN = {
 } as const;
 
 const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-// The height (deepest nesting below the object, see freezeParsedJson) up to which the fast path's
+// The height (deepest nesting below the object, see sealParsedJson) up to which the fast path's
 // result is adopted: every value at depth 64 at most. Deeper documents take the exact walk, which
 // decides.
 const MAX_ADOPTED_HEIGHT = MAX_JSON_DEPTH;
@@ -164,7 +165,7 @@ function parsePayloadJson(
   // as long as it is read (fewest escapes, fewest digits, no whitespace): the payload's compact
   // encoding is no longer than payload_json.
   // The walk that freezes the fast path's value in place measures its height too.
-  if (parsed.normalized && freezeParsedJson(value) <= MAX_ADOPTED_HEIGHT) {
+  if (parsed.normalized && sealParsedJson(value) <= MAX_ADOPTED_HEIGHT) {
     return { payload: value as JsonObject, narrow: true };
   }
   try {

@@ -7,12 +7,8 @@
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { positiveIntegerOption } from "../_internal/options.ts";
-import {
-  compareCodePoints,
-  freezeParsedJson,
-  isFloatMember,
-  isPlainObject,
-} from "../_internal/json.ts";
+import { compareCodePoints, isFloatMember, isPlainObject } from "../_internal/json.ts";
+import { sealParsedJson } from "../_internal/json_parsed.ts";
 import { encodeJson } from "./_json_encode.ts";
 import { encodeUtf8Text, parseStrictJsonBytes } from "./_json_decode.ts";
 import { envelopeFromDecoded, ToolEnvelope, type ToolEnvelopeInit } from "./envelope.ts";
@@ -357,7 +353,7 @@ export function envelopeFromJson(value: unknown, normalized: boolean): ToolEnvel
   // The fast path's payload is adopted as it is, frozen in place here (one walk: a copy would
   // cost more); the exact path's is copied, and so frozen, by the constructor.
   const payload = value.payload;
-  if (normalized && typeof payload === "object" && payload !== null) freezeParsedJson(payload);
+  if (normalized && typeof payload === "object" && payload !== null) sealParsedJson(payload);
   const init = {
     protocol: value.protocol ?? null,
     messageType,
