@@ -188,9 +188,7 @@ Deno.test("entry points: @forge/tool exports at most 60 names, and no name is ex
   // The binding's "already checked" path and the envelope's skip-validation mode stay internal.
   for (
     const internal of [
-      "InvokeRequestFields",
-      "checkInvokeRequestEnvelope",
-      "invokeRequestFromFields",
+      "readInvokeRequestEnvelope",
       "typedFactoryEnvelope",
       "checkTypedEnvelope",
       "validateExecutionResult",

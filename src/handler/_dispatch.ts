@@ -14,11 +14,7 @@ import {
   makeResultResponseEnvelope,
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
-import {
-  checkInvokeRequestEnvelope,
-  type InvokeRequestFields,
-  invokeRequestFromFields,
-} from "../wire/invoke_request.ts";
+import { type InvokeRequestParts, readInvokeRequestEnvelope } from "../wire/invoke_request.ts";
 import { validateMessageEnvelope } from "../wire/validate.ts";
 import { logIdsOf } from "../endpoint/log.ts";
 import type { ToolEventSink } from "./_emitter.ts";
@@ -101,19 +97,18 @@ export class RequestAnswers {
     routed: boolean,
   ): Promise<readonly ToolEnvelope[]> {
     if (!routed) this.#validateRoute(request);
-    // The typed validation, once: an invoke request's checked fields then build its models.
-    let invoke: InvokeRequestFields | undefined;
+    // The typed validation, once: an invoke request's models are built in the same pass.
+    let parts: InvokeRequestParts | undefined;
     try {
       if (request.messageType === "tool.invoke.request") {
-        invoke = checkInvokeRequestEnvelope(request);
+        parts = readInvokeRequestEnvelope(request);
       } else validateMessageEnvelope(request);
     } catch (error) {
       if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
       throw error;
     }
     const operation = this.#operations.get(request.operation!)!;
-    if (invoke !== undefined) {
-      const parts = invokeRequestFromFields(request, invoke);
+    if (parts !== undefined) {
       return operation.semantics === "query"
         ? [await this.#queries.invoke(request, operation, parts)]
         : await this.#lifecycle.start(request, operation, parts, options.eventSink, options.signal);

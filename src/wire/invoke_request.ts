@@ -1,8 +1,7 @@
 /**
  * The payload of `tool.invoke.request`: the {@linkcode ToolRequest} and the
- * {@linkcode ToolContext} it carries, and the "fields already checked" path of the handler (its
- * validation returns the checked fields, from which the models are built without reading the
- * payload again). No entry point re-exports that path.
+ * {@linkcode ToolContext} it carries, and the one-pass read of the handler (validation and
+ * models together, see {@linkcode readInvokeRequestEnvelope}). No entry point re-exports it.
  *
  * @module
  */
@@ -63,11 +62,8 @@ export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequest
   return readInvokeRequest(envelope, payload, isCanonicalPayload(envelope))!;
 }
 
-/**
- * @internal The members of an invoke request's payload that passed its closed schemas (see
- * {@linkcode checkInvokeRequestEnvelope}).
- */
-export interface InvokeRequestFields {
+/** The members of an invoke request's payload that passed its closed schemas. */
+interface InvokeRequestFields {
   readonly args: Record<string, unknown>;
   readonly context: Record<string, unknown>;
   readonly metadata: Record<string, unknown>;
@@ -157,27 +153,19 @@ export function readInvokeRequest(
 
 /**
  * @internal {@linkcode validateMessageEnvelope} of a `tool.invoke.request` envelope, with its
- * errors, returning the checked fields so that {@linkcode invokeRequestFromFields} builds the
- * models without reading the payload again.
+ * errors, and the models it carries, in one pass: the closed schemas, then the models built from
+ * the checked members. The `ToolContext` constructor runs the very checks the validation runs on
+ * the context (`checkToolContextFields`, in its order, its errors reported at `payload.context`),
+ * and nothing before it can fail for an envelope its constructor built (the execution key's
+ * fields are its checked headers, the arguments a checked JSON object), so nothing is checked
+ * twice and every error is the validation's.
  */
-export function checkInvokeRequestEnvelope(envelope: ToolEnvelope): InvokeRequestFields {
+export function readInvokeRequestEnvelope(envelope: ToolEnvelope): InvokeRequestParts {
   if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
   if (envelope.messageType !== "tool.invoke.request") {
     throw new RangeError("envelope must be tool.invoke.request");
   }
   const fields = invokeRequestFields(payloadOf(envelope));
-  checkInvokeRequestFields(envelope, fields);
-  return fields;
-}
-
-/**
- * @internal {@linkcode invokeRequestFromEnvelope} of an envelope whose fields
- * {@linkcode checkInvokeRequestEnvelope} returned: the same models, with the same errors.
- */
-export function invokeRequestFromFields(
-  envelope: ToolEnvelope,
-  fields: InvokeRequestFields,
-): InvokeRequestParts {
   return buildInvokeRequest(envelope, fields, isCanonicalPayload(envelope));
 }
 
