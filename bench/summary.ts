@@ -370,6 +370,8 @@ function keyRatios(report: BenchReport): KeyRatio[] {
         avg(report, "client query", "ToolEndpointClient"),
       ),
       unit: "cost",
+      // Issue 20's gateway hop target.
+      target: { atMost: 6 },
     },
   );
   return out.filter((row) => row.value !== undefined);
@@ -459,6 +461,15 @@ function savedRounds(text: string): string[] {
 if (import.meta.main) {
   const option = (name: string) =>
     Deno.args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const unknown = Deno.args.filter((arg) =>
+    arg.startsWith("--") && arg !== "--quick" && !/^--(?:from|save|rounds)=/.test(arg)
+  );
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `Cannot run the benches as ${JSON.stringify(unknown[0])} is not an option: the options ` +
+        "are --quick, --rounds=N, --save=FILE and --from=FILE",
+    );
+  }
   const from = option("from");
   const save = option("save");
   const quick = Deno.args.includes("--quick");
