@@ -7,7 +7,8 @@
  * handed out once and never written again, so a stream someone keeps stays as it was; a buffer
  * that was transferred (detached) is left behind for a fresh one. Each region starts 8-byte
  * aligned and is zero-filled, as a fresh `Uint8Array` is. A stream beyond 4 KiB gets a buffer of
- * its own, so one kept stream holds at most 64 KiB alive.
+ * its own, so one kept stream holds at most 64 KiB alive. The loopback dataflow copies the bytes it
+ * carries the same way ({@linkcode copyBytes}).
  *
  * @module
  */
@@ -46,4 +47,11 @@ export function trimOutput(out: Uint8Array, used: number): Uint8Array {
     slab.at = (out.byteOffset + used + 7) & ~7;
   }
   return used === out.length ? out : out.subarray(0, used);
+}
+
+/** A copy of `bytes` that shares nothing with them, in the shared buffer when small enough. */
+export function copyBytes(bytes: Uint8Array): Uint8Array {
+  const out = outputBytes(bytes.length);
+  out.set(bytes);
+  return out;
 }

@@ -8,6 +8,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
+import { copyBytes } from "./_output_slab.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
 
@@ -95,6 +96,10 @@ interface QueuedEvent {
  * Unlike the FFI transport, the node side may send while `nextEvent` is pending (nothing native
  * is shared). Closing the node side, or `stopReading`, ends a pending `nextEvent` with `null`;
  * events delivered but not taken by then are never read (their delivery rejects at close).
+ *
+ * Inputs and outputs are copied on the way, as Dora copies them into its shared memory: a copy
+ * shares nothing with the bytes it was made from; a small one is a view of a 64 KiB buffer shared
+ * with other copies (see `encodeToolEnvelopeIpc`), so copy it before transferring its `buffer`.
  *
  * @example
  * ```ts
@@ -212,7 +217,7 @@ export class LoopbackDataflow {
       const delivered = this.#deliver({
         type: "input",
         id: inputId,
-        data: bytes.slice(),
+        data: copyBytes(bytes),
         timestampMs: ntp64ToEpochMs(timestamp),
       });
       first ??= delivered;
@@ -229,7 +234,7 @@ export class LoopbackDataflow {
     if (!(data instanceof Uint8Array)) {
       throw new TypeError("loopback output data must be a Uint8Array");
     }
-    this.#publish(Object.freeze({ id: String(id), data: data.slice() }));
+    this.#publish(Object.freeze({ id: String(id), data: copyBytes(data) }));
   }
 
   /** Delivers Stop. Resolves when the node took it; rejects if the node closed before. */
@@ -338,7 +343,7 @@ export class LoopbackDataflow {
         new Error(`send on output "${id}" failed: ${failure.message}`, { cause: failure }),
       );
     }
-    const output: LoopbackOutput = Object.freeze({ id, data: data.slice() });
+    const output: LoopbackOutput = Object.freeze({ id, data: copyBytes(data) });
     if (this.sent.length >= this.#maxSentHistory) this.sent.shift();
     this.sent.push(output);
     const fates = this.#faults.output === undefined ? [output] : this.#faults.output(output);

@@ -61,3 +61,19 @@ Deno.test("a loopback keeps the latest maxSentHistory outputs (1,024 by default)
   assertEquals(flow.sent[0].data, new Uint8Array([76]));
   await flow.transport.close();
 });
+
+Deno.test("a loopback's copies share nothing with the bytes they were made from", async () => {
+  const flow = new LoopbackDataflow();
+  const request = new Uint8Array([1, 2, 3]);
+  const delivered = flow.request(request);
+  request[0] = 9;
+  const event = await flow.transport.nextEvent();
+  await delivered;
+  assertEquals(event?.type === "input" ? event.data : undefined, new Uint8Array([1, 2, 3]));
+  const response = new Uint8Array([4, 5]);
+  await flow.transport.sendOutput("tool_response", response);
+  response[0] = 9;
+  assertEquals((await flow.nextOutput())?.data, new Uint8Array([4, 5]));
+  assertEquals(flow.sent[0].data, new Uint8Array([4, 5]));
+  await flow.transport.close();
+});
