@@ -23,7 +23,7 @@ import {
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
 import { controlRequestFromPayload } from "../wire/execution_payloads.ts";
-import { type Caller, describe, type GatewayCounters } from "./_records.ts";
+import { type Caller, describe, type GatewayCounters, type PendingExchange } from "./_records.ts";
 
 /** The retryable (by default) `FORGE_ENDPOINT_UNAVAILABLE` error for `endpointId`. */
 export function unavailableError(
@@ -223,6 +223,17 @@ export class GatewayAnswers {
     logSafely(
       this.#logger,
       error === undefined ? { level, event, message } : { level, event, message, error },
+    );
+  }
+
+  /** Logs an exchange forgotten after `timeoutMs` without an answer (`gateway.no_answer`). */
+  noAnswer(exchange: PendingExchange, timeoutMs: number): void {
+    this.log(
+      "warn",
+      "gateway.no_answer",
+      `no answer within ${timeoutMs} ms on route '${exchange.routeId}' to ${
+        describe(exchange.request)
+      }; the exchange is forgotten`,
     );
   }
 

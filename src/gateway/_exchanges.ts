@@ -17,6 +17,7 @@ import { validateResponseCorrelation } from "../wire/correlation.ts";
 import { isFactoryTyped, ToolEnvelope } from "../wire/envelope.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
 import { type GatewayAnswers, replacedError, unavailableError } from "./_answers.ts";
+import { ExchangeTimeouts } from "./_exchange_timeouts.ts";
 import {
   answerEndsExecution,
   type Caller,
@@ -59,6 +60,7 @@ export class ExchangeRouter {
   readonly #pendingOnRoute = new Map<string, number>();
   readonly #executions = new Map<string, ExecutionRecord>();
   readonly #callers = new Set<Caller>();
+  readonly #timeouts: ExchangeTimeouts;
   /** Told the request type and latency (ms) of every answered exchange. */
   readonly latency = new Set<(messageType: string, ms: number) => void>();
   #exchangeNumber = 0;
@@ -68,6 +70,15 @@ export class ExchangeRouter {
     this.#parts = parts;
     this.#answers = parts.answers;
     this.#stats = parts.stats;
+    this.#timeouts = new ExchangeTimeouts(parts, this.#pending, (id) => this.#timedOut(id));
+  }
+
+  /** An exchange whose time ran out: forgotten, its invoke's execution given up, logged. */
+  #timedOut(exchangeId: string): void {
+    const exchange = this.#pending.get(exchangeId)!;
+    this.#forget(exchangeId, exchange);
+    this.#invokeUnanswered(exchange);
+    this.#answers.noAnswer(exchange, this.#parts.exchangeTimeoutMs);
   }
 
   /** Forwarded requests still waiting for their provider's answer. */
@@ -237,28 +248,16 @@ export class ExchangeRouter {
       );
       return;
     }
-    const timer = clock.setTimeout(() => {
-      const exchange = this.#pending.get(exchangeId);
-      if (exchange === undefined) return;
-      this.#forget(exchangeId, exchange);
-      this.#invokeUnanswered(exchange);
-      this.#answers.log(
-        "warn",
-        "gateway.no_answer",
-        `no answer within ${this.#parts.exchangeTimeoutMs} ms on route '${routeId}' to ${
-          describe(request)
-        }; the exchange is forgotten`,
-      );
-    }, this.#parts.exchangeTimeoutMs);
+    const startedAtMs = clock.now();
     this.#pending.set(exchangeId, {
       caller,
       request,
       forwarded,
       routeId,
       instanceId: target,
-      timer,
-      startedAtMs: clock.now(),
+      startedAtMs,
     });
+    this.#timeouts.add(exchangeId, startedAtMs, this.#pending.size);
     this.#pendingOnRoute.set(routeId, pendingOnRoute + 1);
     if (invoke) {
       this.#remember(key, {
@@ -477,6 +476,7 @@ export class ExchangeRouter {
         ),
       );
     }
+    this.#timeouts.close();
     for (const caller of this.#callers) caller.closed = true;
     this.#callers.clear();
     this.#executions.clear();
@@ -484,7 +484,7 @@ export class ExchangeRouter {
 
   #settle(id: string, exchange: PendingExchange): void {
     this.#forget(id, exchange);
-    this.#parts.clock.clearTimeout(exchange.timer);
+    this.#timeouts.settled();
   }
 
   /** Removes a waiting exchange (its timer fired or is being cleared). */

@@ -62,7 +62,6 @@ export interface PendingExchange {
   readonly forwarded: ToolEnvelope;
   readonly routeId: string;
   readonly instanceId: string;
-  readonly timer: unknown;
   /** When it was forwarded (the gateway's clock, ms). */
   readonly startedAtMs: number;
 }
