@@ -2,7 +2,8 @@
 // place, and a canonical root exactly when it holds what copyJson would have built, so the
 // models, the gateway's forwarded copy and the encoders take a typical decoded payload as it is.
 import { assert, assertEquals, assertStrictEquals } from "@std/assert";
-import { ToolContext, ToolExecutionKey, ToolRequest } from "../../mod.ts";
+import { ToolRequest } from "../../mod.ts";
+import { context as helperContext } from "../_helpers.ts";
 import { decodeEnvelope, encodeEnvelope, makeInvokeRequestEnvelope } from "../../wire.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "../../dora.ts";
 import { invokeRequestFromEnvelope } from "../../src/wire/invoke_request.ts";
@@ -14,13 +15,7 @@ import {
 } from "../../src/_internal/json.ts";
 import { sealParsedJson } from "../../src/_internal/json_parsed.ts";
 
-const context = new ToolContext({
-  executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
-  toolId: "forge.tool.detect",
-  implementationId: "test",
-  endpointId: "vision.yolo",
-  operation: "detect",
-});
+const context = helperContext();
 
 /** The Wire bytes of an invoke request whose `arguments` text is `args`. */
 function requestBytes(args: string): Uint8Array {

@@ -2,17 +2,12 @@
 // shared buffer, handed out once; none is ever written again, a detached buffer is replaced, and
 // a large stream has a buffer of its own.
 import { assert, assertEquals, assertNotStrictEquals } from "@std/assert";
-import { ToolContext, ToolExecutionKey, ToolRequest } from "../../mod.ts";
+import { ToolRequest } from "../../mod.ts";
+import { context as helperContext } from "../_helpers.ts";
 import { makeInvokeRequestEnvelope, type ToolEnvelope } from "../../wire.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "../../dora.ts";
 
-const context = new ToolContext({
-  executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
-  toolId: "forge.tool.detect",
-  implementationId: "test",
-  endpointId: "vision.yolo",
-  operation: "detect",
-});
+const context = helperContext();
 
 function invoke(requestId: string, filler = ""): ToolEnvelope {
   return makeInvokeRequestEnvelope(new ToolRequest({ arguments: { filler } }), context, {

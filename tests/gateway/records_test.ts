@@ -3,18 +3,13 @@
 // whichever decoder read it and whether or not the source passed its typed validation. A copy
 // that threw here would leave a Dora caller unanswered (`gateway_node.route_failed`).
 import { assertEquals } from "@std/assert";
-import { ToolContext, ToolExecutionKey, ToolRequest } from "../../mod.ts";
+import { ToolRequest } from "../../mod.ts";
+import { context as helperContext } from "../_helpers.ts";
 import { decodeEnvelope, encodeEnvelope, makeInvokeRequestEnvelope } from "../../wire.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "../../dora.ts";
 import { withExchange } from "../../src/gateway/_records.ts";
 
-const context = new ToolContext({
-  executionKey: new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" }),
-  toolId: "forge.tool.detect",
-  implementationId: "test",
-  endpointId: "vision.yolo",
-  operation: "detect",
-});
+const context = helperContext();
 
 /** A request whose arguments hold the float tokens no model constructor accepts. */
 function floatTokens(filler: string): string {

@@ -2,25 +2,16 @@
 // its models built in one pass, and the error it answers a bad payload with is exactly the one
 // validateMessageEnvelope reports (code, message, path), first error first.
 import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
-import { ToolEnvelope, ToolProtocolError, validateMessageEnvelope } from "../../wire.ts";
+import { type ToolEnvelope, ToolProtocolError, validateMessageEnvelope } from "../../wire.ts";
 import { invokeFor } from "./_fakes.ts";
+import { replaceEnvelope } from "../_helpers.ts";
 import { CA, cell, CQ, Scripted } from "./_scripted.ts";
 
 const GOOD_CONTEXT = { tool_id: "forge.tool.detect", implementation_id: "impl", metadata: {} };
 
 /** The invoke request of `target` with `payload` in place of its own. */
 function withPayload(target: typeof CQ, payload: Record<string, unknown>): ToolEnvelope {
-  const base = invokeFor(target);
-  return new ToolEnvelope({
-    messageType: "tool.invoke.request",
-    requestId: base.requestId,
-    invocationId: base.invocationId,
-    attemptId: base.attemptId,
-    endpointId: base.endpointId,
-    endpointInstanceId: base.endpointInstanceId,
-    operation: base.operation,
-    payload,
-  });
+  return replaceEnvelope(invokeFor(target), { payload });
 }
 
 const BAD_PAYLOADS: [string, Record<string, unknown>][] = [
