@@ -326,8 +326,8 @@ function writeText(out: Uint8Array, at: number, value: string): number {
  * JSON is written straight into the record batch body. The bytes are a view of a larger buffer:
  * a stream up to 4 KiB shares a 64 KiB buffer with the streams encoded before and after it (a
  * buffer per stream cost as much as the encoding), so copy them (`bytes.slice()`) before you
- * transfer their `buffer` to a worker or keep many of them for long; the view itself is never
- * written again.
+ * post or transfer them to a worker (a posted view carries its whole buffer) or keep many of them
+ * for long; the view itself is never written again.
  *
  * @example
  * ```ts

@@ -73,7 +73,8 @@ export class ExchangeTimeouts {
   }
 
   #fired(): void {
-    this.#armed = false;
+    // Still counted as armed while expiring: an exchange a caller sends from inside `expire`
+    // (an answer delivered synchronously) is queued without setting a second timer.
     this.#timer = undefined;
     const now = this.#clock.now();
     while (this.#head < this.#ids.length && this.#deadlines[this.#head] <= now) {
@@ -81,7 +82,8 @@ export class ExchangeTimeouts {
       if (this.#pending.has(id)) this.#expire(id);
     }
     this.settled();
-    if (this.#head < this.#ids.length) this.#arm(this.#deadlines[this.#head] - now);
+    this.#armed = false;
+    if (this.#head < this.#ids.length) this.#arm(this.#deadlines[this.#head] - this.#clock.now());
   }
 
   #compact(): void {

@@ -84,3 +84,30 @@ Deno.test("exchange timeouts: settled entries behind a waiting head stay bounded
   assertEquals(expired, [["hung", 1_000_000]]);
   assertEquals(clock.pending, 0);
 });
+
+Deno.test("exchange timeouts: an exchange started from inside an expiry sets no second timer", () => {
+  const clock = new CountingClock();
+  const pending = new Map<string, true>();
+  const expired: string[] = [];
+  const timeouts: ExchangeTimeouts = new ExchangeTimeouts(
+    { clock, exchangeTimeoutMs: 100 },
+    pending,
+    (id) => {
+      pending.delete(id);
+      expired.push(id);
+      // The caller answered with an error re-sends at once.
+      if (id === "first") {
+        pending.set("again", true);
+        timeouts.add("again", clock.now(), pending.size);
+      }
+    },
+  );
+  pending.set("first", true);
+  timeouts.add("first", clock.now(), pending.size);
+  clock.advance(100);
+  assertEquals(clock.pending, 1);
+  clock.advance(100);
+  assertEquals(expired, ["first", "again"]);
+  assertEquals(clock.pending, 0);
+  timeouts.close();
+});
