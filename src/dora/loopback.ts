@@ -8,7 +8,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
-import { copyBytes } from "./_output_slab.ts";
+import { copyBytes, newSlab } from "./_output_slab.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
 import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
 
@@ -99,7 +99,8 @@ interface QueuedEvent {
  *
  * Inputs and outputs are copied on the way, as Dora copies them into its shared memory: a copy
  * shares nothing with the bytes it was made from; a small one is a view of a 64 KiB buffer shared
- * with other copies (see `encodeToolEnvelopeIpc`), so copy it before transferring its `buffer`.
+ * with this dataflow's other copies (see `encodeToolEnvelopeIpc`), so copy it before you post or
+ * transfer it.
  *
  * @example
  * ```ts
@@ -126,6 +127,8 @@ export class LoopbackDataflow {
   readonly logs: { readonly level: string; readonly message: string }[] = [];
   readonly #requestInputId: string;
   readonly #maxSentHistory: number;
+  /** Where its copies are carved from: the outputs `sent` keeps pin only buffers of its own. */
+  readonly #slab = newSlab();
   readonly #now: () => number;
   readonly #faults: LoopbackFaults;
   readonly #events: QueuedEvent[] = [];
@@ -217,7 +220,7 @@ export class LoopbackDataflow {
       const delivered = this.#deliver({
         type: "input",
         id: inputId,
-        data: copyBytes(bytes),
+        data: copyBytes(bytes, this.#slab),
         timestampMs: ntp64ToEpochMs(timestamp),
       });
       first ??= delivered;
@@ -234,7 +237,7 @@ export class LoopbackDataflow {
     if (!(data instanceof Uint8Array)) {
       throw new TypeError("loopback output data must be a Uint8Array");
     }
-    this.#publish(Object.freeze({ id: String(id), data: copyBytes(data) }));
+    this.#publish(Object.freeze({ id: String(id), data: copyBytes(data, this.#slab) }));
   }
 
   /** Delivers Stop. Resolves when the node took it; rejects if the node closed before. */
@@ -343,7 +346,7 @@ export class LoopbackDataflow {
         new Error(`send on output "${id}" failed: ${failure.message}`, { cause: failure }),
       );
     }
-    const output: LoopbackOutput = Object.freeze({ id, data: copyBytes(data) });
+    const output: LoopbackOutput = Object.freeze({ id, data: copyBytes(data, this.#slab) });
     if (this.sent.length >= this.#maxSentHistory) this.sent.shift();
     this.sent.push(output);
     const fates = this.#faults.output === undefined ? [output] : this.#faults.output(output);

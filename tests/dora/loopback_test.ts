@@ -77,3 +77,20 @@ Deno.test("a loopback's copies share nothing with the bytes they were made from"
   assertEquals(flow.sent[0].data, new Uint8Array([4, 5]));
   await flow.transport.close();
 });
+
+Deno.test("a loopback's kept outputs pin only buffers its own traffic filled", async () => {
+  const flow = new LoopbackDataflow();
+  const other = new LoopbackDataflow({ maxSentHistory: 1 });
+  const output = new Uint8Array(600);
+  for (let i = 0; i < 1100; i++) {
+    // Busy neighbours between two of its outputs (another dataflow, the same process).
+    for (let k = 0; k < 50; k++) await other.transport.sendOutput("busy", output);
+    await flow.transport.sendOutput("rare", output);
+  }
+  const buffers = new Set(flow.sent.map((kept) => kept.data.buffer));
+  // 1,024 outputs of 600 bytes fill ten 64 KiB buffers, not one each.
+  assertEquals(flow.sent.length, 1024);
+  assertEquals(buffers.size <= Math.ceil(1024 * 600 / 65536) + 1, true, `${buffers.size} buffers`);
+  await flow.transport.close();
+  await other.transport.close();
+});
