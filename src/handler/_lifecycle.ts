@@ -32,6 +32,7 @@ import type { ProviderCalls } from "./_calls.ts";
 import type { ToolLogIds } from "../endpoint/log.ts";
 import { endInvocationSpan, startInvocationSpan } from "../endpoint/trace.ts";
 import { showValue } from "../_internal/repr.ts";
+import { EMPTY_OBJECT } from "../_internal/json.ts";
 
 const UNKNOWN_START_ERROR = {
   code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
@@ -65,6 +66,12 @@ const CONTROL_ACCEPTED: Readonly<Record<ToolControlCommand, DOMException>> = Obj
   cancel: Object.freeze(new DOMException("a cancel control was accepted", "AbortError")),
   stop: Object.freeze(new DOMException("a stop control was accepted", "AbortError")),
 });
+
+/**
+ * The status of an execution accepted without details (`new ToolAccepted()`), shared: a status is
+ * an immutable value, and one per acceptance was a model construction in every Action round.
+ */
+const ACCEPTED_STATUS = new ToolExecutionStatus({ phase: "accepted" });
 
 /** Starts, replays, observes, controls and ends the executions of one handler. */
 export class ExecutionLifecycle {
@@ -204,10 +211,9 @@ export class ExecutionLifecycle {
       this.#ledger.settle(execution, execution.result, "terminal");
     } else {
       if (execution.status === undefined) {
-        execution.status = new ToolExecutionStatus({
-          phase: "accepted",
-          details: accepted.details,
-        });
+        execution.status = accepted.details === EMPTY_OBJECT
+          ? ACCEPTED_STATUS
+          : new ToolExecutionStatus({ phase: "accepted", details: accepted.details });
       }
       this.#ledger.settle(execution, accepted, "accepted");
     }
