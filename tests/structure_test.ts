@@ -188,7 +188,6 @@ Deno.test("entry points: @forge/tool exports at most 60 names, and no name is ex
   // The binding's "already checked" path and the envelope's skip-validation mode stay internal.
   for (
     const internal of [
-      "readInvokeRequestEnvelope",
       "typedFactoryEnvelope",
       "checkTypedEnvelope",
       "validateExecutionResult",

@@ -164,7 +164,8 @@ function parsePayloadJson(
   // (the strict decoder sends those to the exact path), and every other token is written at most
   // as long as it is read (fewest escapes, fewest digits, no whitespace): the payload's compact
   // encoding is no longer than payload_json.
-  // The walk that freezes the fast path's value in place measures its height too.
+  // The walk that freezes the fast path's value in place (and marks it canonical when it already
+  // is one) measures its height too.
   if (parsed.normalized && sealParsedJson(value) <= MAX_ADOPTED_HEIGHT) {
     return { payload: value as JsonObject, narrow: true };
   }

@@ -14,7 +14,7 @@ import {
   makeResultResponseEnvelope,
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
-import { type InvokeRequestParts, readInvokeRequestEnvelope } from "../wire/invoke_request.ts";
+import { invokeRequestFromEnvelope, type InvokeRequestParts } from "../wire/invoke_request.ts";
 import { validateMessageEnvelope } from "../wire/validate.ts";
 import { logIdsOf } from "../endpoint/log.ts";
 import type { ToolEventSink } from "./_emitter.ts";
@@ -101,7 +101,7 @@ export class RequestAnswers {
     let parts: InvokeRequestParts | undefined;
     try {
       if (request.messageType === "tool.invoke.request") {
-        parts = readInvokeRequestEnvelope(request);
+        parts = invokeRequestFromEnvelope(request);
       } else validateMessageEnvelope(request);
     } catch (error) {
       if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];

@@ -1,7 +1,7 @@
 /**
  * The payload of `tool.invoke.request`: the {@linkcode ToolRequest} and the
- * {@linkcode ToolContext} it carries, and the one-pass read of the handler (validation and
- * models together, see {@linkcode readInvokeRequestEnvelope}). No entry point re-exports it.
+ * {@linkcode ToolContext} it carries; the handler reads an invoke request with
+ * {@linkcode invokeRequestFromEnvelope}, its validation and models in one pass.
  *
  * @module
  */
@@ -17,7 +17,6 @@ import {
   jsonField,
   modelError,
   objectAt,
-  payloadOf,
 } from "./_payload_rules.ts";
 
 /**
@@ -51,7 +50,15 @@ export interface InvokeRequestParts {
   readonly context: ToolContext;
 }
 
-/** Decodes the {@linkcode ToolRequest} and {@linkcode ToolContext} of a `tool.invoke.request`. */
+/**
+ * Decodes the {@linkcode ToolRequest} and {@linkcode ToolContext} of a `tool.invoke.request`: its
+ * closed schemas, then the models built from the checked members. The errors are
+ * {@linkcode validateMessageEnvelope}'s: the `ToolContext` constructor runs the context checks
+ * the validation runs (`checkToolContextFields`, in its order, reported at `payload.context`), and
+ * nothing before it can fail for an envelope its constructor built (the execution key's fields
+ * are its checked headers, the arguments a checked JSON object). The handler reads an invoke
+ * request this way, so nothing is checked twice.
+ */
 export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequestParts {
   if (!(envelope instanceof ToolEnvelope) || envelope.messageType !== "tool.invoke.request") {
     throw new RangeError("envelope must be tool.invoke.request");
@@ -149,24 +156,6 @@ export function readInvokeRequest(
     return undefined;
   }
   return buildInvokeRequest(envelope, fields, adopt);
-}
-
-/**
- * @internal {@linkcode validateMessageEnvelope} of a `tool.invoke.request` envelope, with its
- * errors, and the models it carries, in one pass: the closed schemas, then the models built from
- * the checked members. The `ToolContext` constructor runs the very checks the validation runs on
- * the context (`checkToolContextFields`, in its order, its errors reported at `payload.context`),
- * and nothing before it can fail for an envelope its constructor built (the execution key's
- * fields are its checked headers, the arguments a checked JSON object), so nothing is checked
- * twice and every error is the validation's.
- */
-export function readInvokeRequestEnvelope(envelope: ToolEnvelope): InvokeRequestParts {
-  if (!(envelope instanceof ToolEnvelope)) throw new TypeError("envelope must be a ToolEnvelope");
-  if (envelope.messageType !== "tool.invoke.request") {
-    throw new RangeError("envelope must be tool.invoke.request");
-  }
-  const fields = invokeRequestFields(payloadOf(envelope));
-  return buildInvokeRequest(envelope, fields, isCanonicalPayload(envelope));
 }
 
 const INVOKE_REQUEST_FIELDS = ["arguments", "context"];
