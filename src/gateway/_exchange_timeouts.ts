@@ -75,15 +75,22 @@ export class ExchangeTimeouts {
   #fired(): void {
     // Still counted as armed while expiring: an exchange a caller sends from inside `expire`
     // (an answer delivered synchronously) is queued without setting a second timer.
+    // An `expire` that throws still leaves the timer set for the next deadline, so one failure
+    // cannot stop every later exchange from timing out.
     this.#timer = undefined;
     const now = this.#clock.now();
-    while (this.#head < this.#ids.length && this.#deadlines[this.#head] <= now) {
-      const id = this.#ids[this.#head++];
-      if (this.#pending.has(id)) this.#expire(id);
+    try {
+      while (this.#head < this.#ids.length && this.#deadlines[this.#head] <= now) {
+        const id = this.#ids[this.#head++];
+        if (this.#pending.has(id)) this.#expire(id);
+      }
+    } finally {
+      this.settled();
+      this.#armed = false;
+      if (this.#head < this.#ids.length) {
+        this.#arm(this.#deadlines[this.#head] - this.#clock.now());
+      }
     }
-    this.settled();
-    this.#armed = false;
-    if (this.#head < this.#ids.length) this.#arm(this.#deadlines[this.#head] - this.#clock.now());
   }
 
   #compact(): void {

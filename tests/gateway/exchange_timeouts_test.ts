@@ -1,7 +1,7 @@
 // The gateway's exchange timeouts on one timer (src/gateway/_exchange_timeouts.ts): deadlines in
 // start order, never early, settled exchanges dropped, bounded, and one timer however many
 // exchanges come and go.
-import { assert, assertEquals } from "@std/assert";
+import { assert, assertEquals, assertThrows } from "@std/assert";
 import { ExchangeTimeouts } from "../../src/gateway/_exchange_timeouts.ts";
 import { FakeClock } from "../_helpers.ts";
 
@@ -110,4 +110,24 @@ Deno.test("exchange timeouts: an exchange started from inside an expiry sets no 
   assertEquals(expired, ["first", "again"]);
   assertEquals(clock.pending, 0);
   timeouts.close();
+});
+
+Deno.test("exchange timeouts: an expiry that throws leaves the later exchanges' timeouts running", () => {
+  const clock = new CountingClock();
+  const pending = new Map<string, true>();
+  const expired: string[] = [];
+  const timeouts = new ExchangeTimeouts({ clock, exchangeTimeoutMs: 100 }, pending, (id) => {
+    pending.delete(id);
+    expired.push(id);
+    if (id === "first") throw new Error("expiry failed");
+  });
+  for (const id of ["first", "second"]) {
+    pending.set(id, true);
+    timeouts.add(id, clock.now(), pending.size);
+    clock.advance(10);
+  }
+  assertThrows(() => clock.advance(90), Error, "expiry failed");
+  clock.advance(100);
+  assertEquals(expired, ["first", "second"]);
+  assertEquals(clock.pending, 0);
 });
