@@ -210,7 +210,9 @@ export class LoopbackDataflow {
     if (!(data instanceof Uint8Array)) {
       return Promise.reject(new TypeError("loopback input data must be a Uint8Array"));
     }
-    const timestamp = options.timestamp ?? epochMsToNtp64(Math.floor(this.#now()));
+    const timestampMs = options.timestamp === undefined
+      ? this.#clockMs()
+      : ntp64ToEpochMs(options.timestamp);
     const inputId = String(id);
     const fates = this.#faults.input === undefined
       ? [data]
@@ -221,12 +223,23 @@ export class LoopbackDataflow {
         type: "input",
         id: inputId,
         data: copyBytes(bytes, this.#slab),
-        timestampMs: ntp64ToEpochMs(timestamp),
+        timestampMs,
       });
       first ??= delivered;
     }
     // A dropped input counts as delivered: the sender cannot tell.
     return first ?? Promise.resolve();
+  }
+
+  /**
+   * The clock's current millisecond, as the node sees it: the same number as
+   * `ntp64ToEpochMs(epochMsToNtp64(ms))` (the NTP64 timestamp chosen maps back to it), without
+   * the two BigInt conversions; a value out of NTP64's range still throws epochMsToNtp64's error.
+   */
+  #clockMs(): number {
+    const ms = Math.floor(this.#now());
+    if (!(Number.isSafeInteger(ms) && ms >= 0 && ms < 4294967296000)) epochMsToNtp64(ms);
+    return ms;
   }
 
   /**

@@ -94,3 +94,30 @@ Deno.test("a loopback's kept outputs pin only buffers its own traffic filled", a
   await flow.transport.close();
   await other.transport.close();
 });
+
+Deno.test("a loopback input's timestamp: the clock's millisecond, a given NTP64 converted, a clock out of range refused", async () => {
+  const flow = new LoopbackDataflow({ now: () => 4_294_967_295_999.9 });
+  const stamp = async () => {
+    const event = await flow.transport.nextEvent();
+    return event?.type === "input" ? event.timestampMs : undefined;
+  };
+  const first = flow.input("tick", new Uint8Array([1]));
+  assertEquals(await stamp(), 4_294_967_295_999);
+  await first;
+  // 0x8000_0000 is half a second past 1,700,000,000 s.
+  const second = flow.input("tick", new Uint8Array([2]), {
+    timestamp: (1_700_000_000n << 32n) | 0x8000_0000n,
+  });
+  assertEquals(await stamp(), 1_700_000_000_500);
+  await second;
+  await flow.transport.close();
+  for (const now of [4_294_967_296_000, -1, Number.NaN, 2 ** 60]) {
+    const late = new LoopbackDataflow({ now: () => now });
+    const error = assertThrows(() => late.input("tick", new Uint8Array(0)), RangeError);
+    assertEquals(
+      error.message,
+      `epoch milliseconds must be an integer in [0, 2^32 s), got ${Math.floor(now)}`,
+    );
+    await late.transport.close();
+  }
+});
