@@ -146,10 +146,13 @@ export class ToolEndpointNode {
     for (;;) {
       if (this.#stopRequested) return "requested";
       const next = this.#transport.nextEvent();
-      // A fresh wake-up promise per event: racing one long-lived promise would pile up reactions.
-      const wake = withResolvers<"requested">();
-      this.#wake = wake.resolve;
-      const event = await Promise.race([next, wake.promise]);
+      // One promise per event, settled by the event or by stop(), whichever comes first: racing
+      // one long-lived wake-up promise would pile up reactions, and `Promise.race` with a fresh
+      // one cost three promises and three reactions an event (0.37 against 0.13 µs).
+      const event = await new Promise<DoraEvent | null | "requested">((resolve, reject) => {
+        this.#wake = resolve;
+        next.then(resolve, reject);
+      });
       this.#wake = null;
       if (event === "requested") {
         // Still pending: the shutdown handles what it returns (see #drain and #finishRead).
