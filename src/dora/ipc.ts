@@ -103,24 +103,25 @@ function checkRecordBatch(
     throw unsupported("ToolMessage RecordBatch must contain exactly one row");
   }
   const nodes = fb.vector(batch, RecordBatchSlot.nodes, FIELD_NODE_BYTES);
-  const nullCounts: number[] = [];
+  const nullCounts: number[] = new Array(nodes.length);
   for (let i = 0; i < nodes.length; i++) {
     const length = fb.vectorI64(nodes.start + FIELD_NODE_BYTES * i);
     const nullCount = fb.vectorI64(nodes.start + FIELD_NODE_BYTES * i + 8);
     if (length !== 1 || nullCount < 0 || nullCount > 1) {
       throw unsupported("ToolMessage RecordBatch must contain exactly one row");
     }
-    nullCounts.push(nullCount);
+    nullCounts[i] = nullCount;
   }
   const vector = fb.vector(batch, RecordBatchSlot.buffers, BUFFER_BYTES);
-  const buffers: number[] = [];
+  const buffers: number[] = new Array(2 * vector.length);
   for (let i = 0; i < vector.length; i++) {
     const offset = fb.vectorI64(vector.start + BUFFER_BYTES * i);
     const length = fb.vectorI64(vector.start + BUFFER_BYTES * i + 8);
     if (offset < 0 || length < 0 || offset + length > bodyLength) {
       throw corrupt("a record batch buffer lies outside the message body");
     }
-    buffers.push(offset, length);
+    buffers[2 * i] = offset;
+    buffers[2 * i + 1] = length;
   }
   if (fb.table(batch, RecordBatchSlot.compression) !== 0) {
     throw unsupported("ToolMessage IPC stream must not use body compression");
@@ -136,11 +137,13 @@ function checkRecordBatch(
 const schemaMemo: {
   /** The metadata of the last schema message that passed checkSchema (when small enough). */
   known: DataView | undefined;
+  /** The same bytes as words (the memo's copy starts a buffer of its own: aligned). */
+  knownWords: Int32Array | undefined;
   /** Its identity (IpcStreamLayout.schemaId): counts the schemas that passed checkSchema. */
   knownId: number;
   /** The identity of the last schema the fast reader found to be the carrier's (-1: none). */
   carrierId: number;
-} = { known: undefined, knownId: 0, carrierId: -1 };
+} = { known: undefined, knownWords: undefined, knownId: 0, carrierId: -1 };
 // A ToolMessage schema takes well under 1 KiB; larger ones are checked every time, not kept.
 const MAX_KNOWN_SCHEMA_BYTES = 4096;
 
@@ -160,6 +163,14 @@ export function rememberCarrierSchemaId(schemaId: number): void {
 function isKnownSchema(view: DataView, start: number, length: number): boolean {
   const known = schemaMemo.known;
   if (known === undefined || known.byteLength !== length) return false;
+  const at = view.byteOffset + start;
+  if ((at & 3) === 0 && (length & 3) === 0) {
+    // Aligned (every stream the encoder and the loopback carve is): whole words, no DataView.
+    const words = new Int32Array(view.buffer, at, length >> 2);
+    const knownWords = schemaMemo.knownWords!;
+    for (let w = 0; w < words.length; w++) if (words[w] !== knownWords[w]) return false;
+    return true;
+  }
   let i = 0;
   for (; i + 4 <= length; i += 4) {
     if (view.getInt32(start + i, true) !== known.getInt32(i, true)) return false;
@@ -251,9 +262,13 @@ function checkStream(bytes: Uint8Array): IpcStreamLayout {
         }
         if (!isKnownSchema(view, metadataStart, metadataLength)) {
           checkSchema(fb, header);
-          schemaMemo.known = metadataLength <= MAX_KNOWN_SCHEMA_BYTES
-            ? new DataView(bytes.slice(metadataStart, metadataStart + metadataLength).buffer)
+          const copy = metadataLength <= MAX_KNOWN_SCHEMA_BYTES
+            ? bytes.slice(metadataStart, metadataStart + metadataLength).buffer
             : undefined;
+          schemaMemo.known = copy === undefined ? undefined : new DataView(copy);
+          schemaMemo.knownWords = copy === undefined
+            ? undefined
+            : new Int32Array(copy, 0, metadataLength >> 2);
           schemaMemo.knownId++;
         }
         schemaId = schemaMemo.knownId;
