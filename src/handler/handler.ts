@@ -34,7 +34,8 @@ import { PendingSet } from "./_abort.ts";
 import { QueryPath } from "./_query.ts";
 import { shutDown } from "./_shutdown.ts";
 import { type DispatchOptions, RequestAnswers } from "./_dispatch.ts";
-import { stateSnapshot, StateWatchers, type ToolEndpointHandlerState } from "./_state.ts";
+import { handlerSnapshot, registerHandlerState, StateWatchers } from "./_state.ts";
+import type { ToolEndpointHandlerState } from "./_state.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
 export {
@@ -45,7 +46,7 @@ export {
 export type { CloseOptions, ToolEndpointHandlerOptions } from "./_options.ts";
 export type { DispatchOptions } from "./_dispatch.ts";
 export type { ToolRequestRoute } from "./_routes.ts";
-export type { ToolEndpointHandlerState } from "./_state.ts";
+export { type HandlerLoad, handlerLoad, type ToolEndpointHandlerState } from "./_state.ts";
 
 // The module-private token of dispatchRouted (the hidden third argument of dispatch): nothing
 // outside this module can pass it, so a caller's dispatch always checks the route.
@@ -142,6 +143,7 @@ export class ToolEndpointHandler {
     const changed = () => this.#watchers.changed();
     this.#ledger = new ExecutionLedger(executing, settings.maxRetained, changed);
     this.#lifecycle = new ExecutionLifecycle(this.#ledger, this.#calls);
+    registerHandlerState(this, this.#ledger, this.#operations, this.#queries, this.#calls);
     this.#requests = new RequestAnswers(
       this.#operations,
       (request) => this.validateRequestRoute(request),
@@ -215,7 +217,7 @@ export class ToolEndpointHandler {
 
   /** A snapshot of admission and retention state, for health reporting. */
   get state(): ToolEndpointHandlerState {
-    return stateSnapshot(this.#ledger, this.#operations, this.#queries, this.#calls);
+    return handlerSnapshot(this);
   }
 
   // -------------------------------------------------------------------------------------------

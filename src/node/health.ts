@@ -9,7 +9,7 @@ import type { EndpointState } from "../endpoint/constants.ts";
 import { EndpointStatus } from "../endpoint/models.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEndpointStatusEnvelope } from "../wire/factories.ts";
-import { ToolEndpointHandler } from "../handler/handler.ts";
+import { handlerLoad, ToolEndpointHandler } from "../handler/handler.ts";
 import { logSafely, type ToolLogger } from "../endpoint/log.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { deliver } from "./_util.ts";
@@ -81,14 +81,16 @@ export function endpointStateOf(
   handler: ToolEndpointHandler,
   options: { readonly shuttingDown?: boolean; readonly degraded?: boolean } = {},
 ): EndpointState {
-  const state = handler.state;
-  if (state.closed || options.shuttingDown === true) return "unavailable";
+  // Read from the handler's parts: no snapshot is built (a check runs twice per request).
+  const load = handlerLoad(handler);
+  if (load === undefined) {
+    throw new TypeError(
+      optionMessage("read the endpoint state", "handler", "a ToolEndpointHandler", handler),
+    );
+  }
+  if (load === "closed" || options.shuttingDown === true) return "unavailable";
   if (options.degraded === true) return "degraded";
-  const busy = handler.descriptor.operations.every((operation) => {
-    const inUse = state.permitsInUse[operation.name] ?? state.activeQueries[operation.name] ?? 0;
-    return inUse >= operation.maxConcurrency;
-  });
-  return busy ? "busy" : "ready";
+  return load;
 }
 
 /**

@@ -7,7 +7,7 @@
 import { isBlank } from "../_internal/text.ts";
 import type { ToolLogger } from "../endpoint/log.ts";
 import type { EndpointRegistryResponse } from "../endpoint/models.ts";
-import { ToolEndpointHandler } from "../handler/handler.ts";
+import { handlerLoad, ToolEndpointHandler } from "../handler/handler.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { type NodeClock, SYSTEM_CLOCK } from "./clock.ts";
 import { EndpointHealthReporter, type EndpointHealthReporterOptions } from "./health.ts";
@@ -230,7 +230,9 @@ export class EndpointNodeLifecycle {
    */
   check(): boolean {
     // A closed handler is draining: the one `unavailable` goes out after the drain, from shutdown.
-    if (this.#phase === "running") return this.#handler.state.closed ? false : this.health.check();
+    if (this.#phase === "running") {
+      return handlerLoad(this.#handler) === "closed" ? false : this.health.check();
+    }
     if (this.#phase === "stopped") {
       this.#unwatch?.();
       this.#unwatch = undefined;

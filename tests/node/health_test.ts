@@ -376,3 +376,90 @@ Deno.test("a failing status send is recorded, not thrown", async () => {
   assertStrictEquals(reporter.sent, 1);
   reporter.stop();
 });
+
+/** The documented rule, read off the handler's `state` snapshot. */
+function stateRule(handler: ToolEndpointHandler): string {
+  const state = handler.state;
+  if (state.closed) return "unavailable";
+  const busy = handler.descriptor.operations.every((operation) =>
+    (state.permitsInUse[operation.name] ?? state.activeQueries[operation.name] ?? 0) >=
+      operation.maxConcurrency
+  );
+  return busy ? "busy" : "ready";
+}
+
+Deno.test("endpointStateOf reads what the state snapshot implies, for Query and Action permits alike", async () => {
+  const detect = new BlockingQuery();
+  const handler = new ToolEndpointHandler(
+    new ToolEndpointDescriptor({
+      protocolVersion: TOOL_ENDPOINT_PROTOCOL,
+      endpointId: ENDPOINT,
+      operations: [
+        new ToolOperationDescriptor({ name: "detect", semantics: "query", maxConcurrency: 1 }),
+        new ToolOperationDescriptor({
+          name: "move",
+          semantics: "action",
+          cancellable: true,
+          statusSupported: true,
+          maxConcurrency: 2,
+        }),
+      ],
+    }),
+    {
+      endpointInstanceId: INSTANCE,
+      logger: silentLogger,
+      operations: {
+        detect,
+        move: {
+          start: () => new ToolAccepted(),
+          cancel: () => new ToolControlResponse({ command: "cancel", status: "accepted" }),
+          status: () => new ToolExecutionStatus({ phase: "running" }),
+          result: () => new ToolResultResponse({ status: "pending" }),
+        },
+      },
+    },
+  );
+  const seen: string[] = [];
+  const look = () => {
+    const state = endpointStateOf(handler);
+    assertStrictEquals(state, stateRule(handler));
+    seen.push(state);
+  };
+  look(); // nothing in use
+  const query = invoke(handler, "detect");
+  await settle();
+  look(); // detect full, move free
+  let moves = 0;
+  const move = () =>
+    handler.dispatch(
+      makeInvokeRequestEnvelope(
+        new ToolRequest({ arguments: {} }),
+        context(ENDPOINT, "move", { invocationId: `move-${++moves}` }),
+        { requestId: `move-${moves}`, endpointInstanceId: INSTANCE },
+      ),
+    );
+  await move();
+  look(); // move has one of two
+  await move();
+  look(); // both full
+  detect.release();
+  await query;
+  look(); // detect free again
+  const closing = handler.close({ graceMs: 0 });
+  look();
+  await closing;
+  assertEquals(seen, ["ready", "ready", "ready", "busy", "ready", "unavailable"]);
+  assertEquals(
+    endpointStateOf(handler, { degraded: true }),
+    "unavailable",
+    "closed comes before degraded",
+  );
+  const error = assertThrows(
+    () => endpointStateOf({ state: handler.state } as unknown as ToolEndpointHandler),
+    TypeError,
+  );
+  assertEquals(
+    error.message,
+    "Cannot read the endpoint state as 'handler' must be a ToolEndpointHandler: current value is [object Object]",
+  );
+});
