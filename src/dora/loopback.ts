@@ -214,9 +214,11 @@ export class LoopbackDataflow {
       ? this.#clockMs()
       : ntp64ToEpochMs(options.timestamp);
     const inputId = String(id);
-    const fates = this.#faults.input === undefined
-      ? [data]
-      : this.#faults.input(inputId, data.slice());
+    if (this.#faults.input === undefined) {
+      const copy = copyBytes(data, this.#slab);
+      return this.#deliver({ type: "input", id: inputId, data: copy, timestampMs });
+    }
+    const fates = this.#faults.input(inputId, data.slice());
     let first: Promise<void> | undefined;
     for (const bytes of fates) {
       const delivered = this.#deliver({
@@ -310,15 +312,15 @@ export class LoopbackDataflow {
     if (this.#ended) {
       return quietReject(new Error(`loopback: the streams ended; ${event.type} not delivered`));
     }
+    if (this.#eventWaiter !== null) {
+      // Taken at once: no resolvers to keep (they cost 0.3 µs an input).
+      this.#wakeNode(event);
+      return Promise.resolve();
+    }
     const taken = withResolvers<void>();
     // A caller may deliver without awaiting: a rejection it never looks at is not an error.
     taken.promise.catch(() => undefined);
-    if (this.#eventWaiter !== null) {
-      this.#wakeNode(event);
-      taken.resolve();
-    } else {
-      this.#events.push({ event, taken });
-    }
+    this.#events.push({ event, taken });
     return taken.promise;
   }
 
@@ -362,8 +364,8 @@ export class LoopbackDataflow {
     const output: LoopbackOutput = Object.freeze({ id, data: copyBytes(data, this.#slab) });
     if (this.sent.length >= this.#maxSentHistory) this.sent.shift();
     this.sent.push(output);
-    const fates = this.#faults.output === undefined ? [output] : this.#faults.output(output);
-    for (const fate of fates) this.#publish(fate);
+    if (this.#faults.output === undefined) this.#publish(output);
+    else for (const fate of this.#faults.output(output)) this.#publish(fate);
     return Promise.resolve();
   }
 
