@@ -1,6 +1,7 @@
 /**
  * The string rules every identifier goes through: the two blank sets (the reference's blank
- * check and the handler's instance-id check) and the lone-surrogate check.
+ * check and the handler's instance-id check) and the lone-surrogate check; and the injective key
+ * of a pair of identifiers.
  *
  * @module
  */
@@ -38,4 +39,13 @@ export function isBlankInstanceId(value: string): boolean {
  */
 export function hasLoneSurrogate(value: string): boolean {
   return !value.isWellFormed();
+}
+
+/**
+ * An injective string identity of the pair (`first`, `second`), for use as a `Map` key: the
+ * length of `first`, a colon, `first`, then `second` (the length says where `first` ends). A
+ * template string: `JSON.stringify` of the pair cost 0.25 µs a key.
+ */
+export function pairKey(first: string, second: string): string {
+  return `${first.length}:${first}${second}`;
 }

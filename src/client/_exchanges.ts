@@ -9,6 +9,7 @@
  */
 import { withResolvers } from "../_internal/async.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+import { pairKey } from "../_internal/text.ts";
 import type { ToolEvent } from "../endpoint/models.ts";
 import { validateResponseCorrelation } from "../wire/correlation.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
@@ -403,7 +404,7 @@ export class ExchangeTable {
       this.#counters.invalid++;
       return;
     }
-    const invocation = this.#invocations.get(`${invocationId.length}:${invocationId}${attemptId}`);
+    const invocation = this.#invocations.get(pairKey(invocationId, attemptId));
     if (invocation === undefined) {
       this.#counters.unroutedEvents++;
       return;

@@ -5,6 +5,7 @@
  */
 import { copyJsonObject, type JsonObject } from "../_internal/json.ts";
 import { checkToolContextFields, fieldError, requireNonEmpty } from "../_internal/fields.ts";
+import { pairKey } from "../_internal/text.ts";
 
 import { jsonField, requireInit } from "./_model_rules.ts";
 
@@ -59,7 +60,7 @@ export class ToolExecutionKey {
    * key: the invocation ID's length, a colon, the invocation ID, then the attempt ID.
    */
   get id(): string {
-    return this.#id ??= `${this.invocationId.length}:${this.invocationId}${this.attemptId}`;
+    return this.#id ??= pairKey(this.invocationId, this.attemptId);
   }
 
   /** True when `other` is a key of the same invocation and attempt. */

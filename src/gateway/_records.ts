@@ -7,6 +7,7 @@
  */
 import { TERMINAL_EXECUTION_PHASE_VALUES } from "../endpoint/constants.ts";
 import type { ToolError } from "../endpoint/models.ts";
+import { pairKey } from "../_internal/text.ts";
 import { envelopeFromFactory, ToolEnvelope, type ToolEnvelopeInit } from "../wire/envelope.ts";
 
 /** The message types a caller may send. */
@@ -124,13 +125,17 @@ export function answerEndsExecution(response: ToolEnvelope): boolean {
   }
 }
 
-/** The key of the execution table. */
+/**
+ * The key of the execution table: injective over (endpoint, invocation, attempt), as
+ * `ToolExecutionKey.id` is over the last two. Only `tool.*` envelopes are keyed, whose
+ * invocation and attempt ids the envelope's constructor required.
+ */
 export function executionKey(
   endpointId: string,
-  invocationId?: string,
-  attemptId?: string,
+  invocationId: string | undefined,
+  attemptId: string | undefined,
 ): string {
-  return JSON.stringify([endpointId, invocationId, attemptId]);
+  return pairKey(endpointId, pairKey(invocationId!, attemptId!));
 }
 
 /** How logs name an envelope: its type and execution key. */

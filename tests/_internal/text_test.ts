@@ -10,6 +10,7 @@ import {
 } from "../../mod.ts";
 import { TOOL_ENDPOINT_PROTOCOL } from "../../wire.ts";
 import { EndpointHealthReporter, EndpointRegistration } from "../../node.ts";
+import { pairKey } from "../../src/_internal/text.ts";
 
 const descriptor = new ToolEndpointDescriptor({
   protocolVersion: TOOL_ENDPOINT_PROTOCOL,
@@ -62,3 +63,28 @@ for (
     );
   });
 }
+
+Deno.test("pairKey is injective: the first identifier's length says where it ends", () => {
+  const pairs: [string, string][] = [
+    ["a", "bc"],
+    ["ab", "c"],
+    ["1:a", ""],
+    ["", "1:a"],
+    ["10", "x"],
+    ["1", "0x"],
+    ["é", "x"],
+    ["\u{1F600}", ""],
+  ];
+  const keys = pairs.map(([first, second]) => pairKey(first, second));
+  assertEquals(new Set(keys).size, pairs.length);
+  assertEquals(pairKey("invocation-1", "attempt-1"), "12:invocation-1attempt-1");
+  // The nested form keys the gateway's execution table: endpoint, then invocation and attempt.
+  assertEquals(
+    new Set([
+      pairKey("a", pairKey("b", "c")),
+      pairKey("a1", pairKey(":b", "c")),
+      pairKey("a", pairKey("bc", "")),
+    ]).size,
+    3,
+  );
+});
