@@ -18,6 +18,7 @@ import { isFactoryTyped, ToolEnvelope } from "../wire/envelope.ts";
 import { makeErrorResponseEnvelope } from "../wire/factories.ts";
 import { type GatewayAnswers, replacedError, unavailableError } from "./_answers.ts";
 import { ExchangeTimeouts } from "./_exchange_timeouts.ts";
+import { OrderedMap } from "../_internal/ordered_map.ts";
 import {
   answerEndsExecution,
   type Caller,
@@ -58,7 +59,8 @@ export class ExchangeRouter {
   readonly #pending = new Map<string, PendingExchange>();
   /** route id -> how many of `#pending` wait on it. */
   readonly #pendingOnRoute = new Map<string, number>();
-  readonly #executions = new Map<string, ExecutionRecord>();
+  /** In the order they were last remembered, so the oldest that may go is found at once. */
+  readonly #executions = new OrderedMap<string, ExecutionRecord>();
   readonly #callers = new Set<Caller>();
   readonly #timeouts: ExchangeTimeouts;
   /** Told the request type and latency (ms) of every answered exchange. */
@@ -309,17 +311,13 @@ export class ExchangeRouter {
   #makeRoomForExecution(): boolean {
     if (this.#executions.size < this.#parts.maxExecutions) return true;
     const { registry, endpointOf } = this.#parts;
-    for (const [key, record] of this.#executions) {
-      if (
-        record.finished || record.unknown !== undefined ||
-        registry.lookup(endpointOf.get(record.routeId)!)?.endpointInstanceId !==
-          record.instanceId
-      ) {
-        this.#executions.delete(key);
-        return true;
-      }
-    }
-    return false;
+    const oldest = this.#executions.oldestWhere((record) =>
+      record.finished || record.unknown !== undefined ||
+      registry.lookup(endpointOf.get(record.routeId)!)?.endpointInstanceId !== record.instanceId
+    );
+    if (oldest === undefined) return false;
+    this.#executions.delete(oldest);
+    return true;
   }
 
   /** Marks the execution of an invoke exchange finished when it ended without an answer. */

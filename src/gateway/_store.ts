@@ -5,6 +5,7 @@
 import type { ToolResult } from "../endpoint/models.ts";
 import type { ToolEventRecord, ToolInvocation } from "../client/client.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+import { OrderedMap } from "../_internal/ordered_map.ts";
 
 /** Where a stored invocation is: running, or its terminal result status (or `lost`). */
 export type InvocationPhase = "running" | ToolResult["status"] | "lost";
@@ -168,7 +169,8 @@ export class StoredInvocation {
  * invoke is sent (forgetting the oldest finished invocation when full); `add()` fills it.
  */
 export class InvocationStore {
-  readonly #entries = new Map<string, StoredInvocation>();
+  /** Oldest first, so the oldest finished one is found at once (see OrderedMap). */
+  readonly #entries = new OrderedMap<string, StoredInvocation>();
   readonly #watchers = new Set<(change: StoreChange) => void>();
   #reserved = 0;
   #subscribers = 0;
@@ -203,15 +205,9 @@ export class InvocationStore {
    */
   reserve(): boolean {
     if (this.#entries.size + this.#reserved >= this.limits.capacity) {
-      let oldest: StoredInvocation | undefined;
-      for (const entry of this.#entries.values()) {
-        if (entry.ended) {
-          oldest = entry;
-          break;
-        }
-      }
+      const oldest = this.#entries.oldestWhere((entry) => entry.ended);
       if (oldest === undefined) return false;
-      this.remove(oldest);
+      this.remove(this.#entries.get(oldest)!);
     }
     this.#reserved += 1;
     return true;

@@ -7,6 +7,7 @@ import type {
   TaskStore,
 } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+import { OrderedMap } from "../_internal/ordered_map.ts";
 
 const TERMINAL: ReadonlySet<Task["status"]> = new Set(["completed", "failed", "cancelled"]);
 const PAGE = 100;
@@ -36,7 +37,8 @@ export interface TaskTableSettings {
  * client asked for less).
  */
 export class TaskTable implements TaskStore {
-  readonly #entries = new Map<string, Entry>();
+  /** Oldest first, so the oldest finished task is found at once (see OrderedMap). */
+  readonly #entries = new OrderedMap<string, Entry>();
   readonly #settings: TaskTableSettings;
   #reserved = 0;
 
@@ -56,12 +58,8 @@ export class TaskTable implements TaskStore {
    */
   reserve(): () => void {
     if (this.#entries.size + this.#reserved >= this.#settings.maxTasks) {
-      for (const [id, entry] of this.#entries) {
-        if (TERMINAL.has(entry.task.status)) {
-          this.#delete(id);
-          break;
-        }
-      }
+      const oldest = this.#entries.oldestWhere((entry) => TERMINAL.has(entry.task.status));
+      if (oldest !== undefined) this.#delete(oldest);
     }
     if (this.#entries.size + this.#reserved >= this.#settings.maxTasks) {
       throw new McpError(

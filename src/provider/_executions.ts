@@ -10,6 +10,7 @@ import type {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
+import { OrderedMap } from "../_internal/ordered_map.ts";
 
 /** One execution a definition started. */
 export interface Execution {
@@ -34,8 +35,8 @@ export interface Execution {
 export class ExecutionTable {
   readonly #maxTerminal: number;
   readonly #entries = new Map<string, Execution>();
-  /** Finished executions' key ids, oldest first (a Set keeps insertion order). */
-  readonly #finished = new Set<string>();
+  /** Finished executions' key ids, oldest first (see OrderedMap: a Set used as a queue is slow). */
+  readonly #finished = new OrderedMap<string, true>();
 
   constructor(maxTerminal: number) {
     this.#maxTerminal = maxTerminal;
@@ -56,9 +57,9 @@ export class ExecutionTable {
 
   /** Records that the execution finished; forgets the oldest finished ones beyond the bound. */
   finish(keyId: string): void {
-    this.#finished.add(keyId);
+    if (!this.#finished.has(keyId)) this.#finished.set(keyId, true);
     while (this.#finished.size > this.#maxTerminal) {
-      const oldest: string = this.#finished.values().next().value!;
+      const oldest = this.#finished.oldestWhere(() => true)!;
       this.#finished.delete(oldest);
       this.#entries.delete(oldest);
     }
