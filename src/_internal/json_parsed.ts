@@ -65,11 +65,19 @@ function walk(value: object, facts: ParsedFacts, freeze: boolean): number {
  * The root is marked canonical, with its height and writer flag, when every object's keys are in
  * code point order and none is an array index, no number is -0 or beyond the integer range, and
  * the height is within the depth bound: then it holds exactly what `copyJson` would have built.
+ * `compactText`, the text the value was parsed from when the scan proved it compact
+ * (`SCAN_COMPACT`), is kept by a canonical root without a writer flag: it is then the encoder's
+ * output for the root (see `canonicalText`).
  */
-export function sealParsedJson(value: object): number {
+export function sealParsedJson(value: object, compactText?: string): number {
   const facts: ParsedFacts = { canonical: true, flag: 0 };
   const height = walk(value, facts, false);
-  if (facts.canonical && height <= MAX_JSON_DEPTH) sealCanonical(value, height, facts.flag);
-  else Object.freeze(value);
+  if (facts.canonical && height <= MAX_JSON_DEPTH) {
+    // A compact text of a canonical value written without the Wire's own number forms is, key
+    // for key, what the encoder writes: the root keeps it (see canonicalText).
+    sealCanonical(value, height, facts.flag, facts.flag === 0 ? compactText : undefined);
+  } else {
+    Object.freeze(value);
+  }
   return height;
 }

@@ -166,7 +166,7 @@ function parsePayloadJson(
   // encoding is no longer than payload_json.
   // The walk that freezes the fast path's value in place (and marks it canonical when it already
   // is one) measures its height too.
-  if (parsed.normalized && sealParsedJson(value) <= MAX_ADOPTED_HEIGHT) {
+  if (parsed.normalized && sealParsedJson(value, parsed.compactText) <= MAX_ADOPTED_HEIGHT) {
     return { payload: value as JsonObject, narrow: true };
   }
   try {

@@ -15,7 +15,7 @@
  * @module
  */
 import { hasLoneSurrogate } from "../_internal/text.ts";
-import { scan, SCAN_CLEAN_ASCII, SCAN_DIRTY } from "./_json_scan.ts";
+import { scan, SCAN_CLEAN_ASCII, SCAN_COMPACT, SCAN_DIRTY } from "./_json_scan.ts";
 import { invalidJson, parseExact } from "./_json_exact.ts";
 
 /** The outcome of a successful strict parse. */
@@ -27,6 +27,11 @@ export interface ParsedJson {
    * the payload depth bound, so the envelope need not walk the payload again.
    */
   readonly normalized: boolean;
+  /**
+   * The text itself when the scan also proved it compact (`SCAN_COMPACT`: as `JSON.stringify`
+   * writes the value, up to key order and the numbers the seal judges), else `undefined`.
+   */
+  readonly compactText?: string;
 }
 
 const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -51,9 +56,16 @@ export function parseStrictJsonBytes(bytes: Uint8Array, start = 0, end = bytes.l
   const verdict = scan(bytes, start, end);
   if (verdict !== SCAN_DIRTY) {
     // Pure ASCII is valid UTF-8: the engine's non-fatal decoder is several times faster.
-    const text = verdict === SCAN_CLEAN_ASCII ? asciiDecoder.decode(view) : decodeUtf8(view);
+    const text = (verdict & ~SCAN_COMPACT) === SCAN_CLEAN_ASCII
+      ? asciiDecoder.decode(view)
+      : decodeUtf8(view);
     try {
-      return { value: JSON.parse(text), normalized: true };
+      const value = JSON.parse(text);
+      return {
+        value,
+        normalized: true,
+        compactText: (verdict & SCAN_COMPACT) !== 0 ? text : undefined,
+      };
     } catch {
       // The exact parser reports the reference's error below (after a strict UTF-8 decode: an
       // invalid byte sequence is reported before any JSON error, as the reference does).

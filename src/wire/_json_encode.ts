@@ -9,6 +9,7 @@ import { MAX_JSON_DEPTH, MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts"
 import {
   canonicalHeight,
   canonicalNeedsWriter,
+  canonicalText,
   isArrayIndex,
   isPlainObject,
   type JsonFault,
@@ -185,6 +186,11 @@ function prepare(value: unknown, depth: number, state: EncodeState): unknown {
  * failures are `FORGE_PROTOCOL_INVALID_PAYLOAD` errors whose path starts at `root`.
  */
 export function encodeJson(value: unknown, root = "payload"): string {
+  // A decoded root that kept its proven compact text (a payload forwarded as it arrived).
+  if (typeof value === "object" && value !== null) {
+    const text = canonicalText(value);
+    if (text !== undefined) return text;
+  }
   const state: EncodeState = { root, path: [], needsWriter: false };
   const prepared = prepare(value, 0, state);
   // The engine's JSON.stringify is the fast path; the hand-written writer takes over in the rare

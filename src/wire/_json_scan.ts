@@ -113,6 +113,14 @@ const PROBE_BUDGET_BASE = 1024;
 export const SCAN_DIRTY = 0;
 export const SCAN_CLEAN_ASCII = 1;
 const SCAN_CLEAN_UTF8 = 2;
+/**
+ * Added to a clean verdict when the text is also written the way `JSON.stringify` writes the
+ * value it parses to: no whitespace outside strings, no escape in a string, and every float token
+ * in its shortest form (no trailing zero in the fraction, at most 15 significant digits: such a
+ * decimal is the shortest that reads back to its binary64 value). Key order and the numbers the
+ * Wire writes otherwise (below 1e-4, `-0`) are the seal's to judge (`json_parsed.ts`).
+ */
+export const SCAN_COMPACT = 4;
 
 /**
  * Scans `bytes[start, end)` and answers whether the document is free of everything the strict
@@ -125,6 +133,8 @@ export function scan(bytes: Uint8Array, start: number, end: number): number {
   let keyTop = 0;
   let expectKey = false;
   let high = 0;
+  // 0 while the text is compact (see SCAN_COMPACT).
+  let loose = 0;
   let i = start;
   let table: KeyTable | undefined;
   while (i < end) {
@@ -139,6 +149,7 @@ export function scan(bytes: Uint8Array, start: number, end: number): number {
           if (s === 0x22) break;
           high |= s;
           if (s === 0x5c) {
+            loose = 1;
             if (i + 3 < end && bytes[i + 1] === 0x75 && (bytes[i + 2] | 0x20) === 0x64) {
               const h = bytes[i + 3] | 0x20;
               if (h === 0x38 || h === 0x39 || (h >= 0x61 && h <= 0x66)) return SCAN_DIRTY;
@@ -204,8 +215,10 @@ export function scan(bytes: Uint8Array, start: number, end: number): number {
       continue;
     }
     if ((c >= 0x30 && c <= 0x39) || c === 0x2d) {
+      const token = i;
       i = scanNumber(bytes, i, end);
       if (i < 0) return SCAN_DIRTY;
+      if (loose === 0 && !isShortestNumber(bytes, token, i)) loose = 1;
       if (i < end && bytes[i] === 0x2c) {
         i++;
         expectKey = frameIsObject[level] === 1;
@@ -240,11 +253,38 @@ export function scan(bytes: Uint8Array, start: number, end: number): number {
         expectKey = false;
         break;
       default:
+        // Whitespace (a structural byte or a literal's letter is above 0x20).
+        if (c <= 0x20) loose = 1;
         high |= c;
     }
   }
   if (level !== 0) return SCAN_DIRTY;
-  return high >= 0x80 ? SCAN_CLEAN_UTF8 : SCAN_CLEAN_ASCII;
+  return (high >= 0x80 ? SCAN_CLEAN_UTF8 : SCAN_CLEAN_ASCII) + (loose === 0 ? SCAN_COMPACT : 0);
+}
+
+/**
+ * True when the number token `bytes[start, end)`, which {@linkcode scanNumber} let through (an
+ * integer of at most 15 digits, or a float with a fraction and no exponent), is written as
+ * `JSON.stringify` writes its value: an integer always is; a float is when its fraction ends in
+ * a digit other than 0 and it has at most 15 significant digits (DBL_DIG: every such decimal is
+ * the shortest that reads back to its binary64 value; below 1e21 the engine writes it in fixed
+ * notation, and a float below 1e-4, which the Wire writes as Python does, is the seal's to judge).
+ */
+function isShortestNumber(bytes: Uint8Array, start: number, end: number): boolean {
+  let point = -1;
+  for (let k = start; k < end; k++) {
+    if (bytes[k] === 0x2e) {
+      point = k;
+      break;
+    }
+  }
+  if (point < 0) return true;
+  if (bytes[end - 1] === 0x30) return false;
+  let k = bytes[start] === 0x2d ? start + 1 : start;
+  // Leading zeros (of "0.00…") are not significant.
+  while (k < end && (bytes[k] === 0x30 || bytes[k] === 0x2e)) k++;
+  const significant = end - k - (k <= point ? 1 : 0);
+  return significant <= 15;
 }
 
 /**
