@@ -10,7 +10,7 @@ import { withResolvers } from "../_internal/async.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { copyBytes, newSlab } from "./_output_slab.ts";
 import type { DoraEvent, DoraTransport } from "./transport.ts";
-import { epochMsToNtp64, ntp64ToEpochMs } from "./transport.ts";
+import { epochMsToNtp64, isNtp64EpochMs, ntp64ToEpochMs } from "./transport.ts";
 
 /** An output the node sent, as the gateway side of a {@linkcode LoopbackDataflow} sees it. */
 export interface LoopbackOutput {
@@ -240,7 +240,7 @@ export class LoopbackDataflow {
    */
   #clockMs(): number {
     const ms = Math.floor(this.#now());
-    if (!(Number.isSafeInteger(ms) && ms >= 0 && ms < 4294967296000)) epochMsToNtp64(ms);
+    if (!isNtp64EpochMs(ms)) epochMsToNtp64(ms);
     return ms;
   }
 

@@ -123,7 +123,7 @@ export function ntp64ToEpochMs(timestamp: bigint): number {
  * ```
  */
 export function epochMsToNtp64(epochMs: number): bigint {
-  if (!Number.isSafeInteger(epochMs) || epochMs < 0 || epochMs >= 4294967296000) {
+  if (!isNtp64EpochMs(epochMs)) {
     throw new RangeError(`epoch milliseconds must be an integer in [0, 2^32 s), got ${epochMs}`);
   }
   const ms = BigInt(epochMs);
@@ -132,4 +132,12 @@ export function epochMsToNtp64(epochMs: number): bigint {
   // ceil(rest * 2^32 / 1000): the first fraction whose floor(fraction * 1000 / 2^32) is `rest`.
   const fraction = (rest * TWO_POW_32 + 999n) / 1000n;
   return (seconds << 32n) | fraction;
+}
+
+/**
+ * @internal Whether `epochMs` is a millisecond {@linkcode epochMsToNtp64} converts: a
+ * non-negative integer below 2^32 seconds.
+ */
+export function isNtp64EpochMs(epochMs: number): boolean {
+  return Number.isSafeInteger(epochMs) && epochMs >= 0 && epochMs < 4294967296000;
 }

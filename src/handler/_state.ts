@@ -143,12 +143,6 @@ export function registerHandlerState(
   parts.set(handler, { ledger, operations, queries, calls });
 }
 
-/** The snapshot `handler.state` returns, of a registered handler. */
-export function handlerSnapshot(handler: object): ToolEndpointHandlerState {
-  const { ledger, operations, queries, calls } = parts.get(handler)!;
-  return stateSnapshot(ledger, operations, queries, calls);
-}
-
 /**
  * @internal The load of `handler` now, as its `state` snapshot implies it (`closed`; `busy` as
  * `endpointStateOf` decides it), without building the snapshot: a health check runs twice per

@@ -34,7 +34,7 @@ import { PendingSet } from "./_abort.ts";
 import { QueryPath } from "./_query.ts";
 import { shutDown } from "./_shutdown.ts";
 import { type DispatchOptions, RequestAnswers } from "./_dispatch.ts";
-import { handlerSnapshot, registerHandlerState, StateWatchers } from "./_state.ts";
+import { registerHandlerState, stateSnapshot, StateWatchers } from "./_state.ts";
 import type { ToolEndpointHandlerState } from "./_state.ts";
 
 export type { ToolEventSink } from "./_emitter.ts";
@@ -217,7 +217,7 @@ export class ToolEndpointHandler {
 
   /** A snapshot of admission and retention state, for health reporting. */
   get state(): ToolEndpointHandlerState {
-    return handlerSnapshot(this);
+    return stateSnapshot(this.#ledger, this.#operations, this.#queries, this.#calls);
   }
 
   // -------------------------------------------------------------------------------------------
