@@ -45,12 +45,18 @@ export class ToolExecutionKey {
   #id: string | undefined;
 
   /** Validates and freezes a key: `invocation_id`, then `attempt_id`, both non-empty. */
-  constructor(init: ToolExecutionKeyInit) {
-    requireInit(init, "ToolExecutionKey");
-    const invocationId = requireNonEmpty(init.invocationId, "invocation_id");
-    const attemptId = requireNonEmpty(init.attemptId, "attempt_id");
-    this.invocationId = invocationId;
-    this.attemptId = attemptId;
+  constructor(init: ToolExecutionKeyInit);
+  constructor(init: ToolExecutionKeyInit, checked?: unknown) {
+    if (checked === CHECKED_KEY_FIELDS) {
+      this.invocationId = init.invocationId;
+      this.attemptId = init.attemptId;
+    } else {
+      requireInit(init, "ToolExecutionKey");
+      const invocationId = requireNonEmpty(init.invocationId, "invocation_id");
+      const attemptId = requireNonEmpty(init.attemptId, "attempt_id");
+      this.invocationId = invocationId;
+      this.attemptId = attemptId;
+    }
     this.#id = undefined;
     Object.freeze(this);
   }
@@ -68,6 +74,25 @@ export class ToolExecutionKey {
     return other instanceof ToolExecutionKey && other.invocationId === this.invocationId &&
       other.attemptId === this.attemptId;
   }
+}
+
+/** The module-private token of {@linkcode executionKeyOfCheckedFields}. */
+const CHECKED_KEY_FIELDS: unique symbol = Symbol("checked execution key fields");
+
+/**
+ * @internal The key of two strings that already passed the key's own checks: an envelope's
+ * `invocation_id` and `attempt_id` headers, which its constructor checks by the same rules
+ * (non-blank, no lone surrogate). Every request a handler answers carries its key this way, and
+ * checking the headers a second time was a tenth of a Query dispatch's own work.
+ */
+export function executionKeyOfCheckedFields(
+  invocationId: string,
+  attemptId: string,
+): ToolExecutionKey {
+  return new (ToolExecutionKey as new (
+    init: ToolExecutionKeyInit,
+    checked: typeof CHECKED_KEY_FIELDS,
+  ) => ToolExecutionKey)({ invocationId, attemptId }, CHECKED_KEY_FIELDS);
 }
 
 /** The init object of a {@linkcode ToolContext}. */

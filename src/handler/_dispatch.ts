@@ -6,7 +6,11 @@
  * @module
  */
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { ToolError, ToolExecutionKey, type ToolOperationDescriptor } from "../endpoint/models.ts";
+import {
+  executionKeyOfCheckedFields,
+  ToolError,
+  type ToolOperationDescriptor,
+} from "../endpoint/models.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import {
   makeControlResponseEnvelope,
@@ -120,10 +124,7 @@ export class RequestAnswers {
         "operation",
       );
     }
-    const key = new ToolExecutionKey({
-      invocationId: request.invocationId!,
-      attemptId: request.attemptId!,
-    });
+    const key = executionKeyOfCheckedFields(request.invocationId!, request.attemptId!);
     try {
       switch (request.messageType) {
         case "tool.status.request":

@@ -11,7 +11,7 @@
  * @module
  */
 import type { ToolEndpointDescriptor, ToolOperationDescriptor } from "../endpoint/models.ts";
-import { ToolExecutionKey } from "../endpoint/models.ts";
+import { executionKeyOfCheckedFields } from "../endpoint/models.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
 import type { ToolLogger } from "../endpoint/log.ts";
 import { ExecutionLedger } from "./_ledger.ts";
@@ -466,10 +466,7 @@ export class ToolEndpointHandler {
       request.endpointInstanceId !== this.#endpointInstanceId ||
       request.invocationId === undefined || request.attemptId === undefined
     ) return false;
-    const key = new ToolExecutionKey({
-      invocationId: request.invocationId,
-      attemptId: request.attemptId,
-    });
+    const key = executionKeyOfCheckedFields(request.invocationId, request.attemptId);
     return this.#lifecycle.abandon(key, operation.name, request.requestId);
   }
 }

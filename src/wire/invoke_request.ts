@@ -7,7 +7,7 @@
  */
 import { checkToolContextFields } from "../_internal/fields.ts";
 import type { JsonObject } from "../_internal/json.ts";
-import { ToolContext, ToolExecutionKey, ToolRequest } from "../endpoint/models.ts";
+import { executionKeyOfCheckedFields, ToolContext, ToolRequest } from "../endpoint/models.ts";
 import { ToolEnvelope } from "./envelope.ts";
 import {
   closedFields,
@@ -123,10 +123,7 @@ function buildInvokeRequest(
   );
   const toolContext = construct("payload.context", () =>
     new ToolContext({
-      executionKey: new ToolExecutionKey({
-        invocationId: envelope.invocationId!,
-        attemptId: envelope.attemptId!,
-      }),
+      executionKey: executionKeyOfCheckedFields(envelope.invocationId!, envelope.attemptId!),
       toolId: context.tool_id as string,
       implementationId: context.implementation_id as string,
       endpointId: envelope.endpointId,

@@ -8,7 +8,11 @@ import {
   assertThrows,
 } from "@std/assert";
 import { MAX } from "../_helpers.ts";
-import { ToolContext, ToolExecutionKey } from "../../src/endpoint/models.ts";
+import {
+  executionKeyOfCheckedFields,
+  ToolContext,
+  ToolExecutionKey,
+} from "../../src/endpoint/models.ts";
 import { context, contextValues, key, mutable } from "./_fixtures.ts";
 
 Deno.test("execution key is attempt scoped hashable identity", () => {
@@ -81,4 +85,22 @@ Deno.test("execution key id is injective and not an own property", () => {
   );
   assertStrictEquals(abc.equals({ invocationId: "a", attemptId: "bc" } as never), false);
   assertStrictEquals(abc.equals(undefined as never), false);
+});
+
+Deno.test("execution key: the public constructor checks its fields whatever else it is passed", () => {
+  // Only executionKeyOfCheckedFields's module-private token skips the checks (for an envelope's
+  // headers, already checked by the same rules); any other second argument is ignored.
+  const Key = ToolExecutionKey as unknown as new (init: unknown, checked: unknown) => unknown;
+  for (const extra of [true, "checked", Symbol("checked execution key fields"), {}]) {
+    assertThrows(() => new Key({ invocationId: " ", attemptId: "a" }, extra), RangeError);
+    assertThrows(() => new Key({ invocationId: "i", attemptId: "\ud800" }, extra), RangeError);
+    assertThrows(() => new Key(undefined, extra), TypeError);
+  }
+  const checked = executionKeyOfCheckedFields("invocation-1", "attempt-1");
+  assert(checked instanceof ToolExecutionKey);
+  assert(Object.isFrozen(checked));
+  assert(
+    checked.equals(new ToolExecutionKey({ invocationId: "invocation-1", attemptId: "attempt-1" })),
+  );
+  assertStrictEquals(checked.id, key("attempt-1").id);
 });
