@@ -113,10 +113,12 @@ export class ExecutionLedger {
   /** The last recency stamp given. */
   #clock = 0;
   /**
-   * The evictable records by recency stamp, a binary min-heap: its top is the least recently
-   * used evictable record. Entries go stale when their record is used again (a fresh entry is
-   * queued) or evicted; stale ones are dropped when they reach the top, and the heap is rebuilt
-   * when they outnumber the records.
+   * The evictable records by recency stamp, a binary min-heap holding one entry per evictable
+   * record, queued when it became evictable. An entry's stamp is never newer than its record's:
+   * a use stamps the record only, and an entry found stale at the top is queued again with the
+   * record's stamp, so the first entry at the top whose stamp is current is the least recently
+   * used evictable record. A record leaves the ledger only as a victim taken off the top, so the
+   * queue holds exactly the retained evictable records.
    */
   #evictionQueue: EvictionEntry[] = [];
 
@@ -199,10 +201,13 @@ export class ExecutionLedger {
     return record;
   }
 
-  /** Stamps `record` most recently used; an evictable record is queued again with its stamp. */
+  /**
+   * Stamps `record` most recently used. Its eviction entry, if queued, keeps the older stamp:
+   * the entry is brought up to date only when it reaches the top of the queue (see
+   * {@linkcode #leastRecentlyUsedEvictable}), so a status or result read costs no queue work.
+   */
   #use(record: ExecutionRecord): void {
     record.used = ++this.#clock;
-    if (record.evictable) this.#enqueue(record);
   }
 
   /** Queues `record` for eviction once it became evictable (no permit, not starting). */
@@ -214,35 +219,33 @@ export class ExecutionLedger {
 
   #enqueue(record: ExecutionRecord): void {
     const queue = this.#evictionQueue;
-    if (queue.length >= 2 * this.#records.size + 64) {
-      // More stale entries than records: rebuild from the retained evictable records.
-      queue.length = 0;
-      for (const retained of this.#records.values()) {
-        if (retained.evictable && retained !== record) {
-          queue.push({ used: retained.used, record: retained });
-        }
-      }
-      for (let i = (queue.length >> 1) - 1; i >= 0; i--) siftDown(queue, i);
-    }
     queue.push({ used: record.used, record });
     siftUp(queue, queue.length - 1);
   }
 
   /**
-   * Takes the least recently used evictable record off the queue (the caller evicts it), its
-   * stale entries dropped on the way; undefined when no record is evictable.
+   * Takes the least recently used evictable record off the queue (the caller evicts it), the
+   * entries found stale on the way queued again with their records' stamps; undefined when no
+   * record is evictable.
    */
   #leastRecentlyUsedEvictable(): ExecutionRecord | undefined {
     const queue = this.#evictionQueue;
     while (queue.length > 0) {
-      const { used, record } = queue[0];
+      const top = queue[0];
+      const record = top.record;
       this.#examined++;
+      if (record.used !== top.used) {
+        // Used since it was queued: its entry goes down with its current stamp.
+        queue[0] = { used: record.used, record };
+        siftDown(queue, 0);
+        continue;
+      }
       const last = queue.pop()!;
       if (queue.length > 0) {
         queue[0] = last;
         siftDown(queue, 0);
       }
-      if (record.used === used && this.#records.get(record.keyId) === record) return record;
+      return record;
     }
     return undefined;
   }
@@ -438,6 +441,7 @@ export class ExecutionLedger {
     };
     this.#records.set(key.id, record);
     this.#use(record);
+    this.#enqueue(record);
     return record;
   }
 }
