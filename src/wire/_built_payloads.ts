@@ -73,6 +73,17 @@ function resultObject(result: unknown, depth: number, f: Facts): JsonObject | un
   return Object.freeze({ error, outputs: result.outputs, status: result.status });
 }
 
+/**
+ * The payload of an acceptance without details (`new ToolAccepted()`, most Action and Session
+ * starts), shared: a canonical payload is an immutable value, and building and sealing one per
+ * acceptance was a twentieth of an Action round's profile.
+ */
+const ACCEPTED_WITHOUT_DETAILS: JsonObject = sealCanonical(
+  { accepted: Object.freeze({ details: EMPTY_OBJECT }), outcome: "accepted" },
+  2,
+  0,
+);
+
 /** The canonical `tool.invoke.response` payload of a marked model, or `undefined`. */
 export function builtInvokeResponsePayload(response: InvokeResponse): JsonObject | undefined {
   const f: Facts = { height: 0, flag: 0 };
@@ -83,6 +94,7 @@ export function builtInvokeResponsePayload(response: InvokeResponse): JsonObject
   }
   if (response instanceof ToolAccepted) {
     if (!isBuiltModel.accepted(response)) return undefined;
+    if (response.details === EMPTY_OBJECT) return ACCEPTED_WITHOUT_DETAILS;
     const h = jsonHeight(response.details, 2, f);
     if (h < 0) return undefined;
     const accepted = Object.freeze({ details: response.details });

@@ -231,3 +231,28 @@ Deno.test("the answer to a forged or proxied request takes the checked path", ()
     "proxied",
   );
 });
+
+Deno.test("every acceptance without details shares one payload, encoded as the copied one", () => {
+  const first = builtInvokeResponsePayload(new ToolAccepted())!;
+  assertStrictEquals(builtInvokeResponsePayload(new ToolAccepted({}))!, first);
+  assert(Object.isFrozen(first) && Object.isFrozen(first.accepted));
+  assertEquals(canonicalHeight(first), 2);
+  assertEquals(first, invokeResponseToPayload(new ToolAccepted()));
+  // Details make their own payload.
+  const detailed = builtInvokeResponsePayload(new ToolAccepted({ details: { eta_s: 3 } }))!;
+  assert(detailed !== first);
+  assertEquals(detailed, { accepted: { details: { eta_s: 3 } }, outcome: "accepted" });
+  const request = makeInvokeRequestEnvelope(
+    new ToolRequest({ arguments: {} }),
+    gen.toolContext(makeGen(7)),
+    { requestId: "request-1", endpointInstanceId: "instance-1" },
+  );
+  const response = makeInvokeResponseEnvelope(new ToolAccepted(), request);
+  assertStrictEquals(response.payload, first);
+  assertEquals(
+    new TextDecoder().decode(encodeEnvelope(response)).includes(
+      '"payload":{"accepted":{"details":{}},"outcome":"accepted"}',
+    ),
+    true,
+  );
+});
