@@ -9,6 +9,18 @@ export interface Resolvers<T> {
   readonly reject: (reason?: unknown) => void;
 }
 
+/** A promise already fulfilled (with `undefined`), shared: `SETTLED.then(f)` runs `f` one reaction later. */
+export const SETTLED: Promise<void> = Promise.resolve();
+
+/**
+ * True when `value` is a thenable, which `await` and `Promise.resolve` would follow: an object or
+ * function with a callable `then`. Reads `then` once (a throwing getter throws here).
+ */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" ? value !== null : typeof value === "function") &&
+    typeof (value as { then?: unknown }).then === "function";
+}
+
 /**
  * `Promise.withResolvers()` for runtimes that lack it (Node.js 20 has none; mod.ts runs there).
  */

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { withResolvers } from "../_internal/async.ts";
+import { isThenable, withResolvers } from "../_internal/async.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 import { pairKey } from "../_internal/text.ts";
 import type { ToolEvent } from "../endpoint/models.ts";
@@ -228,8 +228,8 @@ export class ExchangeTable {
     };
     try {
       const sent = this.#transport.send(spec.request);
-      if (sent !== undefined && typeof (sent as Promise<void>).then === "function") {
-        (sent as Promise<void>).then(undefined, sendFailed);
+      if (isThenable(sent)) {
+        sent.then(undefined, sendFailed);
       }
     } catch (error) {
       sendFailed(error);

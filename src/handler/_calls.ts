@@ -13,6 +13,7 @@ import type { ToolTracer } from "../endpoint/trace.ts";
 import type { ExecutionRecord } from "./_ledger.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, PendingSet } from "./_abort.ts";
 import type { HandlerSettings } from "./_options.ts";
+import { isThenable, SETTLED } from "../_internal/async.ts";
 
 /** Why a provider call still pending when close()'s grace ran out ended. */
 export const ABANDONED: ToolProtocolError = new ToolProtocolError(
@@ -204,7 +205,15 @@ export class ProviderCalls {
   call<T>(fn: () => T | PromiseLike<T>): Promise<T> {
     let promise: Promise<T>;
     try {
-      promise = Promise.resolve(fn());
+      const answer = fn();
+      if (!isThenable(answer)) {
+        // Answered before returning (most status and result methods): nothing is left for
+        // close() to wait for or abandon, so the call is not tracked. The answer still reaches
+        // the caller one reaction later, as a tracked call's does: the same microtask turn.
+        if (this.#onAbandon.signal.aborted) return Promise.reject(this.#onAbandon.signal.reason);
+        return SETTLED.then(() => answer);
+      }
+      promise = Promise.resolve(answer);
     } catch (error) {
       promise = Promise.reject(error);
     }

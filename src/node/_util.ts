@@ -1,4 +1,5 @@
 // Helpers of the endpoint node modules (not exported from mod.ts).
+import { isThenable } from "../_internal/async.ts";
 /** `base` scaled by a uniform factor in `[1 − jitter, 1 + jitter)`. */
 export function jittered(base: number, jitter: number, random: () => number): number {
   const sample = random();
@@ -18,7 +19,7 @@ export function deliver(
     onError(error);
     return;
   }
-  if (result !== undefined && typeof (result as Promise<void>).then === "function") {
-    (result as Promise<void>).then(undefined, onError);
+  if (isThenable(result)) {
+    result.then(undefined, onError);
   }
 }

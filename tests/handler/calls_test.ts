@@ -1,0 +1,84 @@
+/**
+ * `ProviderCalls.call` (src/handler/_calls.ts), the one way provider code is called: an answer
+ * returned synchronously is not tracked for close() yet reaches the caller in the same microtask
+ * turn as one returned as a promise, a throw becomes a rejection, a thenable is followed, and a
+ * call made once close() abandoned the pending ones is refused.
+ */
+import { assertEquals, assertRejects, assertStrictEquals } from "@std/assert";
+import { ToolEndpointDescriptor, ToolOperationDescriptor, ToolResult } from "../../mod.ts";
+import { ABANDONED, ProviderCalls } from "../../src/handler/_calls.ts";
+import { handlerSettings } from "../../src/handler/_options.ts";
+
+const DONE = new ToolResult({ status: "succeeded", outputs: {} });
+
+function calls(): ProviderCalls {
+  const descriptor = new ToolEndpointDescriptor({
+    protocolVersion: "forge.tool.endpoint/v1alpha1",
+    endpointId: "vision.yolo",
+    operations: [new ToolOperationDescriptor({ name: "detect", semantics: "query" })],
+  });
+  return new ProviderCalls(handlerSettings(descriptor, {
+    endpointInstanceId: "instance-1",
+    operations: { detect: { query: () => DONE } },
+    logger: () => {},
+  }));
+}
+
+/** How many microtask turns pass before `promise` settles. */
+async function turnsUntilSettled(promise: Promise<unknown>): Promise<number> {
+  let settled = false;
+  promise.then(() => settled = true, () => settled = true);
+  let turns = 0;
+  while (!settled) {
+    await null;
+    turns++;
+  }
+  return turns;
+}
+
+Deno.test("calls: a synchronous answer is untracked and settles in a promised answer's turn", async () => {
+  const host = calls();
+  const sync = host.call(() => DONE);
+  assertEquals([...host.inFlight].length, 0);
+  const promised = host.call(() => Promise.resolve(DONE));
+  assertEquals([...host.inFlight].length, 1);
+  const [syncTurns, promisedTurns] = await Promise.all([
+    turnsUntilSettled(sync),
+    turnsUntilSettled(promised),
+  ]);
+  assertEquals(syncTurns, promisedTurns);
+  assertStrictEquals(await sync, DONE);
+  assertEquals([...host.inFlight].length, 0);
+  // Alone, too: the same count of turns as a promised answer's.
+  assertEquals(
+    await turnsUntilSettled(host.call(() => DONE)),
+    await turnsUntilSettled(host.call(() => Promise.resolve(DONE))),
+  );
+});
+
+Deno.test("calls: a throw is a rejection, a thenable is followed, an abandoned host refuses", async () => {
+  const host = calls();
+  const boom = new Error("boom");
+  await assertRejects(
+    () =>
+      host.call(() => {
+        throw boom;
+      }),
+    Error,
+    "boom",
+  );
+  const thenable = { then: (resolve: (value: unknown) => void) => resolve(DONE) };
+  assertStrictEquals(await host.call(() => thenable as unknown as PromiseLike<ToolResult>), DONE);
+  // A plain object with a non-callable `then` is an answer, not a thenable.
+  const answer = { then: 1 };
+  assertStrictEquals(await host.call(() => answer), answer);
+  const pending = host.call(() => new Promise(() => {}));
+  host.close();
+  host.abandonPending();
+  assertStrictEquals(await pending.catch((error) => error), ABANDONED);
+  assertStrictEquals(await host.call(() => DONE).catch((error) => error), ABANDONED);
+  assertStrictEquals(
+    await host.call(() => Promise.resolve(DONE)).catch((error) => error),
+    ABANDONED,
+  );
+});
