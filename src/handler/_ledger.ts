@@ -16,7 +16,7 @@ import {
 } from "../endpoint/models.ts";
 import type { InvokeResponse } from "../wire/execution_payloads.ts";
 import { deepEqual } from "../_internal/json.ts";
-import { type Resolvers, withResolvers } from "../_internal/async.ts";
+import type { Resolvers } from "../_internal/async.ts";
 import type { ExecutionEmitter } from "./_emitter.ts";
 import type { DeadlineTimer } from "./_abort.ts";
 import { OperationMeter } from "./_metrics.ts";
@@ -52,8 +52,11 @@ export interface ExecutionRecord {
   permitHeld: boolean;
   /** The invoke outcome replayed to duplicates (settled in every phase but `starting`). */
   outcome: InvokeResponse | undefined;
-  /** Resolved when the outcome settles (invoked records only). */
-  readonly ready: Resolvers<void> | undefined;
+  /**
+   * Resolved when the outcome settles: made by the first duplicate that finds the record
+   * `starting` (most executions never have one), resolved by {@linkcode ExecutionLedger.settle}.
+   */
+  ready: Resolvers<void> | undefined;
   status: ToolExecutionStatus | undefined;
   result: ToolResult | undefined;
   emitter: ExecutionEmitter | undefined;
@@ -284,7 +287,7 @@ export class ExecutionLedger {
       phase: "starting",
       permitHeld: true,
       outcome: undefined,
-      ready: withResolvers<void>(),
+      ready: undefined,
       status: undefined,
       result: undefined,
       emitter: undefined,

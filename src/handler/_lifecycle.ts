@@ -33,6 +33,7 @@ import type { ToolLogIds } from "../endpoint/log.ts";
 import { endInvocationSpan, startInvocationSpan } from "../endpoint/trace.ts";
 import { showValue } from "../_internal/repr.ts";
 import { EMPTY_OBJECT } from "../_internal/json.ts";
+import { withResolvers } from "../_internal/async.ts";
 
 const UNKNOWN_START_ERROR = {
   code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
@@ -227,7 +228,7 @@ export class ExecutionLifecycle {
     signal: AbortSignal | undefined,
   ): Promise<ToolEnvelope> {
     if (record.phase === "starting") {
-      const ready = record.ready!.promise;
+      const ready = (record.ready ??= withResolvers<void>()).promise;
       await (signal === undefined ? ready : raceAbort(ready, this.#host.callerFanout(signal)));
     }
     if (record.outcome === undefined) {

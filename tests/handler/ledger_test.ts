@@ -10,6 +10,7 @@ import {
 } from "../../mod.ts";
 import { ToolProtocolError } from "../../wire.ts";
 import { ExecutionLedger, type ExecutionRecord } from "../../src/handler/_ledger.ts";
+import { withResolvers } from "../../src/_internal/async.ts";
 
 const DONE = new ToolResult({ status: "succeeded", outputs: {} });
 const COMPLETED = new ToolExecutionStatus({ phase: "completed" });
@@ -38,9 +39,12 @@ Deno.test("ledger: an admitted execution is starting, holds a permit, and accept
   const record = admitted(book, "a");
   assertEquals([record.phase, record.permitHeld, book.permits.get("move")], ["starting", true, 1]);
   assertEquals(notices(), 1);
+  // No waiter is made until a duplicate finds the record starting; one waits here as it would.
+  assertEquals(record.ready, undefined);
+  const waiter = (record.ready = withResolvers<void>()).promise;
   const accepted = new ToolAccepted();
   book.settle(record, accepted, "accepted");
-  await record.ready!.promise;
+  await waiter;
   assertEquals(record.phase, "accepted");
   assertStrictEquals(record.outcome, accepted);
   // The provider's terminal state ends the acceptance; the replayed outcome stays the acceptance.
