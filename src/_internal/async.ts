@@ -59,7 +59,8 @@ export async function settleWithin(
 
 /** A first-in first-out async lock. */
 export class FifoLock {
-  #tail: Promise<void> = Promise.resolve();
+  // Shared until first taken: an emitter that never emits makes no promise for its lock.
+  #tail: Promise<void> = SETTLED;
 
   /** Waits for every earlier holder, then returns the release function. */
   acquire(): Promise<() => void> {

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { FifoLock, withResolvers } from "../_internal/async.ts";
+import { FifoLock, type Resolvers, SETTLED, withResolvers } from "../_internal/async.ts";
 import type { TerminalExecutionPhase } from "../endpoint/constants.ts";
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import { type ToolContext, ToolEvent } from "../endpoint/models.ts";
@@ -11,6 +11,9 @@ import type { ToolEventEmitter } from "../endpoint/spi.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeEventEnvelope } from "../wire/factories.ts";
 import { terminalPhaseOf } from "./unknown_event.ts";
+
+/** What {@linkcode ExecutionEmitter.accept} hands back when no event came before acceptance. */
+const NO_EVENTS: readonly ToolEnvelope[] = Object.freeze([]);
 
 /** Publishes one `tool.event` envelope; the handler awaits it in sequence order. */
 export type ToolEventSink = (event: ToolEnvelope) => void | PromiseLike<void>;
@@ -42,7 +45,8 @@ export class ExecutionEmitter implements ToolEventEmitter {
   readonly #maxPendingEvents: number;
   readonly #sink: ToolEventSink | undefined;
   readonly #lock = new FifoLock();
-  #buffer: ToolEnvelope[] = [];
+  /** The early events (before acceptance), made by the first one: most executions emit none early. */
+  #buffer: ToolEnvelope[] | undefined;
   #nextSequence = 0;
   #accepted = false;
   #closed = false;
@@ -52,8 +56,11 @@ export class ExecutionEmitter implements ToolEventEmitter {
   /** Set once a terminal event got its sequence number. */
   #terminalSent = false;
   #rejected = false;
-  /** Resolves once event progression ended: see {@linkcode ExecutionEmitter.finished}. */
-  readonly #finished = withResolvers<void>();
+  /**
+   * Resolves once event progression ended (see {@linkcode ExecutionEmitter.finished}): made when
+   * first asked for before the end (close() asks for the unfinished executions' only).
+   */
+  #finished: Resolvers<void> | undefined;
   #isFinished = false;
   /** emit() calls in progress: waiting for the lock, the terminal barrier or the sink. */
   #pending = 0;
@@ -131,7 +138,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
         this.#terminalPending = false;
         throw this.#afterTerminal(event);
       }
-      if (!this.#accepted && this.#buffer.length >= this.#maxEarlyEvents) {
+      if (!this.#accepted && (this.#buffer?.length ?? 0) >= this.#maxEarlyEvents) {
         this.#terminalPending = false;
         this.overflowed = true;
         this.#host.report(
@@ -158,7 +165,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
       }
       if (!this.#accepted) {
         // An early terminal event: published by the caller of dispatch, with the response.
-        this.#buffer.push(envelope);
+        (this.#buffer ??= []).push(envelope);
         return;
       }
       if (this.#sink === undefined) {
@@ -179,7 +186,8 @@ export class ExecutionEmitter implements ToolEventEmitter {
    * status observed through status or result, a convergence). Never rejects.
    */
   get finished(): Promise<void> {
-    return this.#finished.promise;
+    if (this.#isFinished) return SETTLED;
+    return (this.#finished ??= withResolvers<void>()).promise;
   }
 
   /** Whether {@linkcode ExecutionEmitter.finished} has resolved. */
@@ -189,17 +197,17 @@ export class ExecutionEmitter implements ToolEventEmitter {
 
   #finish(): void {
     this.#isFinished = true;
-    this.#finished.resolve();
+    this.#finished?.resolve();
   }
 
   /**
    * Marks the execution accepted and hands back the buffered early events, in order. When they
    * hold the terminal event, progression ends here: publishing them is the caller's part.
    */
-  accept(): ToolEnvelope[] {
+  accept(): readonly ToolEnvelope[] {
     this.#accepted = true;
-    const early = this.#buffer;
-    this.#buffer = [];
+    const early = this.#buffer ?? NO_EVENTS;
+    this.#buffer = undefined;
     if (this.#closed && !this.#terminalPending) this.#finish();
     return early;
   }
@@ -208,7 +216,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
   reject(): void {
     this.#rejected = true;
     this.#closed = true;
-    this.#buffer = [];
+    this.#buffer = undefined;
     if (!this.#terminalPending) this.#finish();
   }
 
@@ -231,7 +239,7 @@ export class ExecutionEmitter implements ToolEventEmitter {
   async converge(event?: ToolEvent): Promise<void> {
     this.#converged = true;
     this.#closed = true;
-    this.#buffer = [];
+    this.#buffer = undefined;
     if (event === undefined || !this.#accepted || this.#sink === undefined) {
       this.#finish();
       return;

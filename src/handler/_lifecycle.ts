@@ -219,7 +219,8 @@ export class ExecutionLifecycle {
       this.#ledger.settle(execution, accepted, "accepted");
     }
     const early = emitter.accept();
-    return [makeInvokeResponseEnvelope(execution.outcome!, request), ...early];
+    const response = makeInvokeResponseEnvelope(execution.outcome!, request);
+    return early.length === 0 ? [response] : [response, ...early];
   }
 
   async #replay(
