@@ -20,6 +20,7 @@ import type { Resolvers } from "../_internal/async.ts";
 import type { ExecutionEmitter } from "./_emitter.ts";
 import type { DeadlineTimer } from "./_abort.ts";
 import { OperationMeter } from "./_metrics.ts";
+import { type EvictionLinks, EvictionQueue, NOT_QUEUED } from "./_eviction.ts";
 import { endInvocationSpan, type ToolSpan } from "../endpoint/trace.ts";
 
 /**
@@ -39,7 +40,7 @@ import { endInvocationSpan, type ToolSpan } from "../endpoint/trace.ts";
 export type ExecutionPhase = "observed" | "starting" | "accepted" | "rejected" | "terminal";
 
 /** One Action/Session execution known to the handler (an admitted invoke or an observation). */
-export interface ExecutionRecord {
+export interface ExecutionRecord extends EvictionLinks {
   readonly keyId: string;
   readonly key: ToolExecutionKey;
   readonly operation: string;
@@ -68,16 +69,8 @@ export interface ExecutionRecord {
   readonly admittedAt: number;
   /** The invocation's span while it runs (with a tracer), ended when its outcome is established. */
   span: ToolSpan | undefined;
-  /** The ledger's recency stamp: larger is more recently used (ledger-private). */
-  used: number;
   /** True once the record may be evicted: no permit held, not starting (ledger-private). */
   evictable: boolean;
-}
-
-/** An entry of the eviction queue: `record` as it was stamped when queued. */
-interface EvictionEntry {
-  readonly used: number;
-  readonly record: ExecutionRecord;
 }
 
 /** The shape of the `unknown` errors the handler converges executions with. */
@@ -112,18 +105,10 @@ export class ExecutionLedger {
   readonly #meters = new Map<string, OperationMeter>();
   readonly #maxRetained: number;
   readonly #permitsChanged: () => void;
-  #examined = 0;
   /** The last recency stamp given. */
   #clock = 0;
-  /**
-   * The evictable records by recency stamp, a binary min-heap holding one entry per evictable
-   * record, queued when it became evictable. An entry's stamp is never newer than its record's:
-   * a use stamps the record only, and an entry found stale at the top is queued again with the
-   * record's stamp, so the first entry at the top whose stamp is current is the least recently
-   * used evictable record. A record leaves the ledger only as a victim taken off the top, so the
-   * queue holds exactly the retained evictable records.
-   */
-  #evictionQueue: EvictionEntry[] = [];
+  /** The evictable records, least recently used first. */
+  readonly #evictable = new EvictionQueue<ExecutionRecord>();
 
   /**
    * A ledger of at most `maxRetained` records, with a permit count for each of `operations`;
@@ -153,7 +138,7 @@ export class ExecutionLedger {
    * admission costs when the ledger is full, counted so a test can hold it constant.
    */
   get examined(): number {
-    return this.#examined;
+    return this.#evictable.examined;
   }
 
   /** Permits in use by operation. */
@@ -204,53 +189,19 @@ export class ExecutionLedger {
     return record;
   }
 
-  /**
-   * Stamps `record` most recently used. Its eviction entry, if queued, keeps the older stamp:
-   * the entry is brought up to date only when it reaches the top of the queue (see
-   * {@linkcode #leastRecentlyUsedEvictable}), so a status or result read costs no queue work.
-   */
+  /** Stamps `record` most recently used (an evictable one moves to the eviction list's end). */
   #use(record: ExecutionRecord): void {
     record.used = ++this.#clock;
+    this.#evictable.used(record);
   }
 
   /** Queues `record` for eviction once it became evictable (no permit, not starting). */
   #becameEvictable(record: ExecutionRecord): void {
     if (record.evictable || record.permitHeld || record.phase === "starting") return;
     record.evictable = true;
-    if (this.#records.get(record.keyId) === record) this.#enqueue(record);
-  }
-
-  #enqueue(record: ExecutionRecord): void {
-    const queue = this.#evictionQueue;
-    queue.push({ used: record.used, record });
-    siftUp(queue, queue.length - 1);
-  }
-
-  /**
-   * Takes the least recently used evictable record off the queue (the caller evicts it), the
-   * entries found stale on the way queued again with their records' stamps; undefined when no
-   * record is evictable.
-   */
-  #leastRecentlyUsedEvictable(): ExecutionRecord | undefined {
-    const queue = this.#evictionQueue;
-    while (queue.length > 0) {
-      const top = queue[0];
-      const record = top.record;
-      this.#examined++;
-      if (record.used !== top.used) {
-        // Used since it was queued: its entry goes down with its current stamp.
-        queue[0] = { used: record.used, record };
-        siftDown(queue, 0);
-        continue;
-      }
-      const last = queue.pop()!;
-      if (queue.length > 0) {
-        queue[0] = last;
-        siftDown(queue, 0);
-      }
-      return record;
+    if (this.#records.get(record.keyId) === record) {
+      this.#evictable.add(record, record.used === this.#clock);
     }
-    return undefined;
   }
 
   /**
@@ -297,6 +248,9 @@ export class ExecutionLedger {
       admittedAt: performance.now(),
       span: undefined,
       used: 0,
+      queued: NOT_QUEUED,
+      older: undefined,
+      newer: undefined,
       evictable: false,
     };
     meter.admitted++;
@@ -403,7 +357,7 @@ export class ExecutionLedger {
   #makeRoom(): boolean {
     while (this.#records.size >= this.#maxRetained) {
       // The first evictable record in recency order, without walking past the running ones.
-      const victim = this.#leastRecentlyUsedEvictable();
+      const victim = this.#evictable.takeOldest();
       if (victim === undefined) return false;
       this.#records.delete(victim.keyId);
       this.unlink(victim);
@@ -440,40 +394,16 @@ export class ExecutionLedger {
       admittedAt: 0,
       span: undefined,
       used: 0,
+      queued: NOT_QUEUED,
+      older: undefined,
+      newer: undefined,
       evictable: true,
     };
     this.#records.set(key.id, record);
     this.#use(record);
-    this.#enqueue(record);
+    this.#evictable.add(record, true);
     return record;
   }
-}
-
-/** Moves `queue[index]` up to its place in the min-heap by `used`. */
-function siftUp(queue: EvictionEntry[], index: number): void {
-  const entry = queue[index];
-  while (index > 0) {
-    const parent = (index - 1) >> 1;
-    if (queue[parent].used <= entry.used) break;
-    queue[index] = queue[parent];
-    index = parent;
-  }
-  queue[index] = entry;
-}
-
-/** Moves `queue[index]` down to its place in the min-heap by `used`. */
-function siftDown(queue: EvictionEntry[], index: number): void {
-  const entry = queue[index];
-  const length = queue.length;
-  for (;;) {
-    let child = 2 * index + 1;
-    if (child >= length) break;
-    if (child + 1 < length && queue[child + 1].used < queue[child].used) child++;
-    if (queue[child].used >= entry.used) break;
-    queue[index] = queue[child];
-    index = child;
-  }
-  queue[index] = entry;
 }
 
 const FORWARD: Readonly<Record<string, ReadonlySet<string>>> = {
