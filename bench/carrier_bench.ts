@@ -262,6 +262,25 @@ for (const [name, envelope] of cases) {
     },
   });
 
+  // The same parts composed by hand in one loop, on fresh objects as the binding has them (the
+  // request decoded each time, its own response encoded): the round trip ÷ this is what the
+  // binding adds between the hops, measured in the round trip's own conditions. Parts timed alone
+  // (below) each run hot on the same objects, which the composed loop and the binding never do.
+  const composed = binding();
+  Deno.bench({
+    name:
+      `composed: decodeToolEnvelopeIpc → handler.dispatch → encodeToolEnvelopeIpc ${name}${each}`,
+    group: roundTripGroup,
+    warmup,
+    n,
+    fn: async () => {
+      for (let i = 0; i < k; i++) {
+        const [answer] = await composed.handler.dispatch(decodeToolEnvelopeIpc(ipc));
+        encodeToolEnvelopeIpc(answer);
+      }
+    },
+  });
+
   // The fast round trip's parts, each timed alone: what the binding adds on top is their sum's
   // complement (the summary's "node round trip / sum of its parts").
   const partsGroup = `node round trip parts ${name}`;

@@ -319,6 +319,13 @@ function keyRatios(report: BenchReport): KeyRatio[] {
       },
       {
         suite: "carrier",
+        measure: `node round trip ${size} (dispatchIpc) / its parts composed by hand`,
+        value: ratio(avg(report, roundTrip, "fast"), avg(report, roundTrip, "composed")),
+        unit: "cost",
+        target: typical ? { atMost: 1.15 } : undefined,
+      },
+      {
+        suite: "carrier",
         measure: `node round trip ${size} (dispatchIpc) / bare floor (IPC header + JSON.parse + ` +
           `call + JSON.stringify + IPC write)`,
         value: ratio(avg(report, roundTrip, "fast"), avg(report, roundTrip, "floor")),
