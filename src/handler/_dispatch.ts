@@ -6,12 +6,8 @@
  * @module
  */
 import { ToolEndpointError, ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import {
-  executionKeyOfCheckedFields,
-  ToolError,
-  type ToolOperationDescriptor,
-} from "../endpoint/models.ts";
-import type { ToolEnvelope } from "../wire/envelope.ts";
+import { ToolError, type ToolOperationDescriptor } from "../endpoint/models.ts";
+import { executionKeyOf, type ToolEnvelope } from "../wire/envelope.ts";
 import {
   makeControlResponseEnvelope,
   makeErrorResponseEnvelope,
@@ -124,7 +120,7 @@ export class RequestAnswers {
         "operation",
       );
     }
-    const key = executionKeyOfCheckedFields(request.invocationId!, request.attemptId!);
+    const key = executionKeyOf(request);
     try {
       switch (request.messageType) {
         case "tool.status.request":

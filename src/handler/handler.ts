@@ -11,8 +11,7 @@
  * @module
  */
 import type { ToolEndpointDescriptor, ToolOperationDescriptor } from "../endpoint/models.ts";
-import { executionKeyOfCheckedFields } from "../endpoint/models.ts";
-import { ToolEnvelope } from "../wire/envelope.ts";
+import { executionKeyOf, ToolEnvelope } from "../wire/envelope.ts";
 import type { ToolLogger } from "../endpoint/log.ts";
 import { ExecutionLedger } from "./_ledger.ts";
 import { ExecutionLifecycle } from "./_lifecycle.ts";
@@ -466,7 +465,7 @@ export class ToolEndpointHandler {
       request.endpointInstanceId !== this.#endpointInstanceId ||
       request.invocationId === undefined || request.attemptId === undefined
     ) return false;
-    const key = executionKeyOfCheckedFields(request.invocationId, request.attemptId);
+    const key = executionKeyOf(request);
     return this.#lifecycle.abandon(key, operation.name, request.requestId);
   }
 }

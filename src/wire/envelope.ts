@@ -22,6 +22,7 @@ import {
 import { pyRepr } from "../_internal/repr.ts";
 import { hasLoneSurrogate, isBlank } from "../_internal/text.ts";
 import { HEADER_MATRIX, type HeaderRow } from "./header_matrix.ts";
+import { executionKeyOfCheckedFields, ToolExecutionKey } from "../endpoint/execution.ts";
 
 /** The fields of a {@linkcode ToolEnvelope}; absent optional headers are `undefined`. */
 export interface ToolEnvelopeInit {
@@ -405,6 +406,20 @@ export function envelopeAnswering(
   if (!typedMark.built(request)) return undefined;
   const fields = new AnswerFields(responseType, payload, request) as unknown as ToolEnvelopeInit;
   return new ToolEnvelope(fields);
+}
+
+/**
+ * @internal The execution key of an execution message's headers. For an envelope the constructor
+ * built, whose `invocation_id` and `attempt_id` it checked by the key's own rules, the key is
+ * built without checking them again; a forged or proxied envelope's key is checked (a
+ * `RangeError` at the field, as `new ToolExecutionKey` throws).
+ */
+export function executionKeyOf(envelope: ToolEnvelope): ToolExecutionKey {
+  const invocationId = envelope.invocationId!;
+  const attemptId = envelope.attemptId!;
+  return typedMark.built(envelope)
+    ? executionKeyOfCheckedFields(invocationId, attemptId)
+    : new ToolExecutionKey({ invocationId, attemptId });
 }
 
 /**

@@ -7,8 +7,8 @@
  */
 import { checkToolContextFields } from "../_internal/fields.ts";
 import type { JsonObject } from "../_internal/json.ts";
-import { executionKeyOfCheckedFields, ToolContext, ToolRequest } from "../endpoint/models.ts";
-import { ToolEnvelope } from "./envelope.ts";
+import { ToolContext, ToolRequest } from "../endpoint/models.ts";
+import { executionKeyOf, ToolEnvelope } from "./envelope.ts";
 import {
   closedFields,
   construct,
@@ -123,7 +123,7 @@ function buildInvokeRequest(
   );
   const toolContext = construct("payload.context", () =>
     new ToolContext({
-      executionKey: executionKeyOfCheckedFields(envelope.invocationId!, envelope.attemptId!),
+      executionKey: executionKeyOf(envelope),
       toolId: context.tool_id as string,
       implementationId: context.implementation_id as string,
       endpointId: envelope.endpointId,

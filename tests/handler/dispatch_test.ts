@@ -3,7 +3,7 @@
 // validateMessageEnvelope reports (code, message, path), first error first.
 import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import { type ToolEnvelope, ToolProtocolError, validateMessageEnvelope } from "../../wire.ts";
-import { invokeFor } from "./_fakes.ts";
+import { controlFor, invokeFor, resultFor, statusFor } from "./_fakes.ts";
 import { replaceEnvelope } from "../_helpers.ts";
 import { CA, cell, CQ, Scripted } from "./_scripted.ts";
 
@@ -60,3 +60,45 @@ for (const target of [CQ, CA]) {
     await handler.close({ graceMs: 0 });
   });
 }
+
+/** `request` with `field` replaced on an object the envelope's constructor never checked. */
+function forged(request: ToolEnvelope, field: "invocationId" | "attemptId", value: string) {
+  return Object.assign(Object.create(Object.getPrototypeOf(request)), {
+    ...request,
+    [field]: value,
+  }) as ToolEnvelope;
+}
+
+Deno.test("a forged request's execution key is checked: no provider sees a bad key", async () => {
+  // Object.create(prototype) passes instanceof and the route check, but its invocation_id and
+  // attempt_id never passed the envelope's constructor: the key built from them is checked.
+  const query = new Scripted();
+  const action = new Scripted();
+  const handler = cell({ query, action });
+  const requests = [
+    invokeFor(CQ),
+    invokeFor(CA),
+    statusFor(CA),
+    resultFor(CA),
+    controlFor(CA, "cancel"),
+  ];
+  for (const request of requests) {
+    for (const [field, value] of [["invocationId", "\ud800"], ["attemptId", " "]] as const) {
+      const label = `${request.messageType} ${field}`;
+      const outcome = await handler.dispatch(forged(request, field, value)).then(
+        (answers) => answers.map((answer) => answer.messageType).join(),
+        (error) => error.constructor.name,
+      );
+      // An invoke's bad key is an invalid payload, whose answer to a forged request is refused
+      // (ToolProtocolError); a status, result or control key is the key's own RangeError.
+      const expected = request.messageType === "tool.invoke.request"
+        ? "ToolProtocolError"
+        : "RangeError";
+      assertEquals(outcome, expected, label);
+    }
+  }
+  assertEquals(action.calls, { query: 0, start: 0, cancel: 0, stop: 0, status: 0, result: 0 });
+  assertStrictEquals(query.calls.query, 0);
+  assertEquals(handler.state.retainedExecutions, 0);
+  await handler.close({ graceMs: 0 });
+});
