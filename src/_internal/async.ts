@@ -9,7 +9,7 @@ export interface Resolvers<T> {
   readonly reject: (reason?: unknown) => void;
 }
 
-/** A promise already fulfilled (with `undefined`), shared: `SETTLED.then(f)` runs `f` one reaction later. */
+/** A promise already fulfilled (with `undefined`), shared: `SETTLED.then(f)` runs `f` a turn later. */
 export const SETTLED: Promise<void> = Promise.resolve();
 
 /**

@@ -80,10 +80,11 @@ export class ToolExecutionKey {
 const CHECKED_KEY_FIELDS: unique symbol = Symbol("checked execution key fields");
 
 /**
- * @internal The key of two strings that already passed the key's own checks: an envelope's
- * `invocation_id` and `attempt_id` headers, which its constructor checks by the same rules
- * (non-blank, no lone surrogate). Every request a handler answers carries its key this way, and
- * checking the headers a second time was a tenth of a Query dispatch's own work.
+ * @internal The key of two strings that already passed the key's own checks: the `invocation_id`
+ * and `attempt_id` headers of an envelope its constructor built, which it checks by the same rules
+ * (non-blank, no lone surrogate); see `executionKeyOf` in src/wire/envelope.ts, the one caller.
+ * Checking them a second time was about 5% of a Query dispatch's samples and 3% of an Action
+ * round's.
  */
 export function executionKeyOfCheckedFields(
   invocationId: string,
