@@ -13,7 +13,9 @@
  *   generic codec around `dispatchInput` (the baseline) and the fast codec (`dispatchIpc`), and
  *   the bare floor of any node round trip: read the IPC message header (continuation marker and
  *   metadata length), `JSON.parse` the `payload_json` bytes in place, call a function,
- *   `JSON.stringify` its answer and write it behind an IPC message header.
+ *   `JSON.stringify` its answer and write it behind an IPC message header; and the same parts
+ *   composed by hand in one loop on fresh objects (decode, dispatch, encode the response), which
+ *   the summary compares the round trip with too.
  * - the fast round trip's parts, each alone: `decodeToolEnvelopeIpc` of the request,
  *   `handler.dispatch` of the decoded request, `encodeToolEnvelopeIpc` of its response (the
  *   summary compares the round trip with their sum: what the binding adds between the hops).

@@ -108,7 +108,7 @@ export class ExecutionLedger {
   /** The last recency stamp given. */
   #clock = 0;
   /** The evictable records, least recently used first. */
-  readonly #evictable = new EvictionQueue<ExecutionRecord>();
+  readonly #evictionOrder = new EvictionQueue<ExecutionRecord>();
 
   /**
    * A ledger of at most `maxRetained` records, with a permit count for each of `operations`;
@@ -138,7 +138,7 @@ export class ExecutionLedger {
    * admission costs when the ledger is full, counted so a test can hold it constant.
    */
   get examined(): number {
-    return this.#evictable.examined;
+    return this.#evictionOrder.examined;
   }
 
   /** Permits in use by operation. */
@@ -192,16 +192,17 @@ export class ExecutionLedger {
   /** Stamps `record` most recently used (an evictable one moves to the eviction list's end). */
   #use(record: ExecutionRecord): void {
     record.used = ++this.#clock;
-    this.#evictable.used(record);
+    this.#evictionOrder.used(record);
   }
 
-  /** Queues `record` for eviction once it became evictable (no permit, not starting). */
+  /**
+   * Queues `record` for eviction once it became evictable (no permit, not starting). It is
+   * retained: a record leaves the ledger only as an evicted one, which was evictable already.
+   */
   #becameEvictable(record: ExecutionRecord): void {
     if (record.evictable || record.permitHeld || record.phase === "starting") return;
     record.evictable = true;
-    if (this.#records.get(record.keyId) === record) {
-      this.#evictable.add(record, record.used === this.#clock);
-    }
+    this.#evictionOrder.add(record, record.used === this.#clock);
   }
 
   /**
@@ -357,7 +358,7 @@ export class ExecutionLedger {
   #makeRoom(): boolean {
     while (this.#records.size >= this.#maxRetained) {
       // The first evictable record in recency order, without walking past the running ones.
-      const victim = this.#evictable.takeOldest();
+      const victim = this.#evictionOrder.takeOldest();
       if (victim === undefined) return false;
       this.#records.delete(victim.keyId);
       this.unlink(victim);
@@ -401,7 +402,7 @@ export class ExecutionLedger {
     };
     this.#records.set(key.id, record);
     this.#use(record);
-    this.#evictable.add(record, true);
+    this.#evictionOrder.add(record, true);
     return record;
   }
 }

@@ -76,7 +76,7 @@ function resultObject(result: unknown, depth: number, f: Facts): JsonObject | un
 /**
  * The payload of an acceptance without details (`new ToolAccepted()`, most Action and Session
  * starts), shared: a canonical payload is an immutable value, and building and sealing one per
- * acceptance was a twentieth of an Action round's profile.
+ * acceptance was about 2% of an Action round's samples (sealing it, most of that).
  */
 const ACCEPTED_WITHOUT_DETAILS: JsonObject = sealCanonical(
   { accepted: Object.freeze({ details: EMPTY_OBJECT }), outcome: "accepted" },
