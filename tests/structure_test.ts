@@ -239,6 +239,10 @@ Deno.test("structure: the module-level mutable state left is the listed, explain
     }
   }
   assertEquals(found.sort(), [
+    // The carrier rules' table of repeating header strings (_header_strings.ts): 256 short ASCII
+    // values (protocol, message types, endpoint, instance and operation names) read before,
+    // each hit confirmed byte by byte.
+    "dora/_header_strings.ts:repeatedHeaders",
     // The fast encoder's output buffer (_output_slab.ts): small IPC streams are regions of one
     // shared 64 KiB buffer, each handed out once, instead of an ArrayBuffer each.
     "dora/_output_slab.ts:slab",

@@ -20,6 +20,7 @@ import { isBlank } from "../_internal/text.ts";
 import { parseStrictJsonBytes } from "../wire/codec.ts";
 import { envelopeFromDecoded, type ToolEnvelope, wireFaults } from "../wire/envelope.ts";
 import { HEADER_MATRIX } from "../wire/header_matrix.ts";
+import { asciiText, repeatedText } from "./_header_strings.ts";
 import type { ToolRequestRoute } from "../handler/handler.ts";
 
 // The column indices of the carrier, by name: the order of TOOL_MESSAGE_SCHEMA (carrier.ts),
@@ -38,6 +39,8 @@ const COLUMN = {
 } as const;
 
 const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+// Values this long or shorter are read as ASCII first (see _header_strings.ts).
+const SHORT_VALUE_BYTES = 64;
 // The height (deepest nesting below the object, see sealParsedJson) up to which the fast path's
 // result is adopted: every value at depth 64 at most. Deeper documents take the exact walk, which
 // decides.
@@ -93,22 +96,22 @@ export function checkedUtf8Range(
   return [bytes, dataStart + start, dataStart + end];
 }
 
-// Short ASCII values (every header of a typical message) are read without a decoder call.
-const SHORT_VALUE_BYTES = 64;
-
-/** The string of a Utf8 value (`undefined` for null), decoded as strict UTF-8. */
-function utf8Value(range: Utf8Range | undefined, name: string): string | undefined {
+/**
+ * The string of a Utf8 value (`undefined` for null), decoded as strict UTF-8. `column` names a
+ * repeating column (its short ASCII values are kept, see `repeatedText`), or is -1.
+ */
+function utf8Value(
+  range: Utf8Range | undefined,
+  name: string,
+  column = -1,
+): string | undefined {
   if (range === undefined) return undefined;
   const [bytes, start, end] = range;
   if (end - start <= SHORT_VALUE_BYTES) {
-    let text = "";
-    let i = start;
-    for (; i < end; i++) {
-      const c = bytes[i];
-      if (c >= 0x80) break;
-      text += String.fromCharCode(c);
-    }
-    if (i === end) return text;
+    const text = column < 0
+      ? asciiText(bytes, start, end)
+      : repeatedText(column, bytes, start, end);
+    if (text !== undefined) return text;
   }
   try {
     return fatalDecoder.decode(bytes.subarray(start, end));
@@ -117,8 +120,8 @@ function utf8Value(range: Utf8Range | undefined, name: string): string | undefin
   }
 }
 
-function requiredUtf8(range: Utf8Range | undefined, name: string): string {
-  const value = utf8Value(range, name);
+function requiredUtf8(range: Utf8Range | undefined, name: string, column: number): string {
+  const value = utf8Value(range, name, column);
   if (value === undefined) throw invalid(`${name} must be non-null`, name);
   return value;
 }
@@ -232,17 +235,30 @@ export function envelopeFromRow(
       );
     }
   }
-  const protocol = requiredUtf8(row.utf8(COLUMN.protocol, "protocol"), "protocol");
-  const messageType = requiredUtf8(row.utf8(COLUMN.message_type, "message_type"), "message_type");
+  const protocol = requiredUtf8(row.utf8(COLUMN.protocol, "protocol"), "protocol", COLUMN.protocol);
+  const messageType = requiredUtf8(
+    row.utf8(COLUMN.message_type, "message_type"),
+    "message_type",
+    COLUMN.message_type,
+  );
   const requestId = utf8Value(row.utf8(COLUMN.request_id, "request_id"), "request_id");
   const invocationId = utf8Value(row.utf8(COLUMN.invocation_id, "invocation_id"), "invocation_id");
   const attemptId = utf8Value(row.utf8(COLUMN.attempt_id, "attempt_id"), "attempt_id");
-  const endpointId = requiredUtf8(row.utf8(COLUMN.endpoint_id, "endpoint_id"), "endpoint_id");
+  const endpointId = requiredUtf8(
+    row.utf8(COLUMN.endpoint_id, "endpoint_id"),
+    "endpoint_id",
+    COLUMN.endpoint_id,
+  );
   const endpointInstanceId = utf8Value(
     row.utf8(COLUMN.endpoint_instance_id, "endpoint_instance_id"),
     "endpoint_instance_id",
+    COLUMN.endpoint_instance_id,
   );
-  const operation = utf8Value(row.utf8(COLUMN.operation, "operation"), "operation");
+  const operation = utf8Value(
+    row.utf8(COLUMN.operation, "operation"),
+    "operation",
+    COLUMN.operation,
+  );
   const sequence = row.sequence();
   if (payloadRange === undefined) throw invalid("payload_json must be non-null", "payload_json");
 
