@@ -20,7 +20,7 @@ import { isBlank } from "../_internal/text.ts";
 import { parseStrictJsonBytes } from "../wire/codec.ts";
 import { envelopeFromDecoded, type ToolEnvelope, wireFaults } from "../wire/envelope.ts";
 import { HEADER_MATRIX } from "../wire/header_matrix.ts";
-import { asciiText, repeatedText } from "./_header_strings.ts";
+import { asciiText, identifierTexts, repeatedText } from "./_header_strings.ts";
 import type { ToolRequestRoute } from "../handler/handler.ts";
 
 // The column indices of the carrier, by name: the order of TOOL_MESSAGE_SCHEMA (carrier.ts),
@@ -124,6 +124,29 @@ function requiredUtf8(range: Utf8Range | undefined, name: string, column: number
   const value = utf8Value(range, name, column);
   if (value === undefined) throw invalid(`${name} must be non-null`, name);
   return value;
+}
+
+/**
+ * The request, invocation and attempt ids of a row, as reading each in turn gives them: cut from
+ * one decode when they are ASCII and close together (`identifierTexts`), else read one by one, so
+ * that an earlier column's error (a buffer or a UTF-8 fault) still comes first.
+ */
+function identifiers(row: CarrierRow): readonly (string | undefined)[] {
+  let texts;
+  try {
+    texts = identifierTexts(
+      row.utf8(COLUMN.request_id, "request_id"),
+      row.utf8(COLUMN.invocation_id, "invocation_id"),
+      row.utf8(COLUMN.attempt_id, "attempt_id"),
+    );
+  } catch {
+    // A buffer fault: the reads below raise it again, after any fault of an earlier column.
+  }
+  return texts ?? [
+    utf8Value(row.utf8(COLUMN.request_id, "request_id"), "request_id"),
+    utf8Value(row.utf8(COLUMN.invocation_id, "invocation_id"), "invocation_id"),
+    utf8Value(row.utf8(COLUMN.attempt_id, "attempt_id"), "attempt_id"),
+  ];
 }
 
 const MAX_SEQUENCE = BigInt(MAX_SAFE_JSON_INTEGER);
@@ -241,9 +264,10 @@ export function envelopeFromRow(
     "message_type",
     COLUMN.message_type,
   );
-  const requestId = utf8Value(row.utf8(COLUMN.request_id, "request_id"), "request_id");
-  const invocationId = utf8Value(row.utf8(COLUMN.invocation_id, "invocation_id"), "invocation_id");
-  const attemptId = utf8Value(row.utf8(COLUMN.attempt_id, "attempt_id"), "attempt_id");
+  const ids = identifiers(row);
+  const requestId = ids[0];
+  const invocationId = ids[1];
+  const attemptId = ids[2];
   const endpointId = requiredUtf8(
     row.utf8(COLUMN.endpoint_id, "endpoint_id"),
     "endpoint_id",

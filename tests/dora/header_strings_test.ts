@@ -14,12 +14,19 @@ import {
   toolMessageToEnvelope,
 } from "../../dora.ts";
 import { SeededRandom } from "../_gen.ts";
+import { identifierTexts } from "../../src/dora/_header_strings.ts";
 
-function invoke(endpointId: string, operation: string, instance: string, n: number): ToolEnvelope {
+function invoke(
+  endpointId: string,
+  operation: string,
+  instance: string,
+  n: number,
+  ids: readonly [string, string, string] = [`req-${n}`, `inv-${n}`, `att-${n}`],
+): ToolEnvelope {
   return makeInvokeRequestEnvelope(
     new ToolRequest({ arguments: { n } }),
-    context(endpointId, operation, { invocationId: `inv-${n}`, attemptId: `att-${n}` }),
-    { requestId: `req-${n}`, endpointInstanceId: instance },
+    context(endpointId, operation, { invocationId: ids[1], attemptId: ids[2] }),
+    { requestId: ids[0], endpointInstanceId: instance },
   );
 }
 
@@ -85,5 +92,70 @@ Deno.test("many distinct short header values, in a seeded random order, each dec
   const pool = Array.from({ length: 600 }, word);
   for (let n = 0; n < 3000; n++) {
     assertRoundTrips(invoke(random.pick(pool), random.pick(pool), random.pick(pool), n));
+  }
+});
+
+Deno.test("identifiers cut from one decode are the values of their ranges, null ones stay null", () => {
+  const bytes = new TextEncoder().encode("\0\0\0\0request-1\0\0\0invocation-22\0\0attempt-333");
+  const request = [bytes, 4, 13] as const;
+  const invocation = [bytes, 16, 29] as const;
+  const attempt = [bytes, 31, 42] as const;
+  assertEquals(identifierTexts(request, invocation, attempt), [
+    "request-1",
+    "invocation-22",
+    "attempt-333",
+  ]);
+  assertEquals(identifierTexts(undefined, invocation, attempt), [
+    undefined,
+    "invocation-22",
+    "attempt-333",
+  ]);
+  assertEquals(identifierTexts(request, undefined, [bytes, 42, 42]), ["request-1", undefined, ""]);
+  // Ranges given out of order, or overlapping, still cut their own bytes.
+  assertEquals(identifierTexts(attempt, request, [bytes, 8, 20]), [
+    "attempt-333",
+    "request-1",
+    "est-1\0\0\0invo",
+  ]);
+});
+
+Deno.test("identifiers are left to the one-by-one reads where one decode could misplace them", () => {
+  const encoder = new TextEncoder();
+  const ascii = encoder.encode("abcdefgh--ijklmnop--qrstuvwx");
+  // Fewer than two values: nothing to share.
+  assertEquals(identifierTexts([ascii, 0, 8], undefined, undefined), undefined);
+  assertEquals(identifierTexts(undefined, undefined, undefined), undefined);
+  // Values in different buffers.
+  assertEquals(identifierTexts([ascii, 0, 8], [ascii.slice(), 10, 18], undefined), undefined);
+  // Farther apart than the span decoded at once.
+  const wide = new Uint8Array(400).fill(0x61);
+  assertEquals(identifierTexts([wide, 0, 8], [wide, 300, 308], undefined), undefined);
+  assertEquals(identifierTexts([wide, 0, 8], [wide, 248, 256], undefined), [
+    "aaaaaaaa",
+    "aaaaaaaa",
+    undefined,
+  ]);
+  // A non-ASCII value, and a two-byte character between two ASCII values: decoding the stretch
+  // would turn those two bytes into one character and shift every later value by one.
+  const inside = encoder.encode("abcdéfgh--ijklmnop");
+  assertEquals(identifierTexts([inside, 0, 9], [inside, 11, 19], undefined), undefined);
+  const between = encoder.encode("abcdefgh-é-ijklmnop");
+  assertEquals(identifierTexts([between, 0, 8], [between, 12, 20], undefined), undefined);
+});
+
+Deno.test("request, invocation and attempt ids of every shape decode as encoded, over IPC and arrow", () => {
+  const ids: [string, string, string][] = [
+    [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()],
+    ["r", "i", "a"],
+    ["r".repeat(20), "i".repeat(130), "a".repeat(5)],
+    ["r".repeat(200), "i".repeat(200), "a".repeat(200)],
+    ["réq", crypto.randomUUID(), "att-\u{1f916}"],
+    [crypto.randomUUID(), "inv\u00e9", crypto.randomUUID()],
+  ];
+  for (const [n, triple] of ids.entries()) {
+    const envelope = invoke("vision.yolo", "detect", "yolo-1", n, triple);
+    assertRoundTrips(envelope);
+    const decoded = decodeToolEnvelopeIpc(encodeToolEnvelopeIpc(envelope));
+    assertEquals([decoded.requestId, decoded.invocationId, decoded.attemptId], triple);
   }
 });
