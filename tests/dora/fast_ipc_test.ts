@@ -1084,3 +1084,32 @@ Deno.test("fast IPC decode: the payload is deeply frozen, on the fast path and o
     }, TypeError);
   }
 });
+
+Deno.test("header values with a non-ASCII character at every position of the writer's steps", () => {
+  // The writer copies ASCII four units a step and hands a value with any other unit to the
+  // encoder: a character past 0x7F at each offset of each step, and a surrogate pair, of values
+  // 1 to 11 units long, reach apache-arrow as the same bytes and decode to the same envelope.
+  let checked = 0;
+  for (const special of ["é", "\u0800", "\u{1f916}"]) {
+    for (let length = 1; length <= 11; length++) {
+      for (let at = 0; at + special.length <= length; at++) {
+        const value = "r".repeat(at) + special + "s".repeat(length - at - special.length);
+        const context = new ToolContext({
+          executionKey: new ToolExecutionKey({ invocationId: `i${value}`, attemptId: value }),
+          toolId: "forge.tool.detect",
+          implementationId: "yolo",
+          endpointId: value,
+          operation: `op${value}`,
+        });
+        const envelope = makeInvokeRequestEnvelope(
+          new ToolRequest({ arguments: {} }),
+          context,
+          { requestId: value, endpointInstanceId: `x${value}` },
+        );
+        checkEnvelope(envelope, JSON.stringify(value));
+        checked++;
+      }
+    }
+  }
+  assertStrictEquals(checked, 2 * 66 + 55);
+});
