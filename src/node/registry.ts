@@ -75,6 +75,8 @@ import {
 } from "./registry_records.ts";
 
 const CREATE_REGISTRY = "create an EndpointRegistry";
+/** What `expire()` returns when no lease ended (one frozen array for every such call). */
+const NONE_EXPIRED: readonly EndpointRegistryRecord[] = Object.freeze([]);
 
 function logListenerError(
   logger: ToolLogger,
@@ -172,6 +174,12 @@ export class EndpointRegistry {
   readonly #onChange: ((change: EndpointRegistryChange) => void) | undefined;
   readonly #logger: ToolLogger;
   readonly #records = new Map<string, EndpointRegistryRecord>();
+  /**
+   * At most the earliest lease deadline of the current records (`Infinity` when there is none):
+   * before it, `expire()` has nothing to remove. Lowered by every record set, recomputed by each
+   * walk.
+   */
+  #earliestDeadlineMs = Infinity;
   #revision = 0;
 
   /** Checks the route table (non-empty IDs, one route per endpoint) and the lease. */
@@ -292,6 +300,9 @@ export class EndpointRegistry {
    */
   expire(): readonly EndpointRegistryRecord[] {
     const now = this.#clock.now();
+    // No lease ends before the earliest deadline: every lookup of a routed request comes here,
+    // and then it walks no record and allocates nothing.
+    if (now < this.#earliestDeadlineMs) return NONE_EXPIRED;
     const expired: EndpointRegistryRecord[] = [];
     for (const [endpointId, record] of this.#records) {
       if (record.leaseDeadlineMs <= now) {
@@ -301,7 +312,21 @@ export class EndpointRegistry {
         this.#notify({ kind: "expired", record, revision: this.#revision });
       }
     }
-    return Object.freeze(expired);
+    // After the walk (a listener above may have registered): the earliest deadline left.
+    let earliest = Infinity;
+    for (const record of this.#records.values()) {
+      if (record.leaseDeadlineMs < earliest) earliest = record.leaseDeadlineMs;
+    }
+    this.#earliestDeadlineMs = earliest;
+    return expired.length === 0 ? NONE_EXPIRED : Object.freeze(expired);
+  }
+
+  /** Sets the record of `endpointId`, keeping the bound on the earliest lease deadline. */
+  #put(endpointId: string, record: EndpointRegistryRecord): void {
+    this.#records.set(endpointId, record);
+    if (record.leaseDeadlineMs < this.#earliestDeadlineMs) {
+      this.#earliestDeadlineMs = record.leaseDeadlineMs;
+    }
   }
 
   /**
@@ -402,7 +427,7 @@ export class EndpointRegistry {
           ),
         );
       }
-      this.#records.set(
+      this.#put(
         routeEndpoint,
         Object.freeze({ ...current, renewedAtMs: now, leaseDeadlineMs: now + this.#leaseTtlMs }),
       );
@@ -416,7 +441,7 @@ export class EndpointRegistry {
         renewedAtMs: now,
         leaseDeadlineMs: now + this.#leaseTtlMs,
       });
-      this.#records.set(routeEndpoint, record);
+      this.#put(routeEndpoint, record);
       this.#revision += 1;
       this.#notify(
         current === undefined

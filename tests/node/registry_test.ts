@@ -20,6 +20,7 @@ import {
   type EndpointRegistryOptions,
 } from "../../node.ts";
 import { recordingLogger } from "../_helpers.ts";
+import { SeededRandom } from "../_gen.ts";
 
 const ROUTE = "yolo/management";
 const OTHER_ROUTE = "arm/management";
@@ -358,6 +359,75 @@ Deno.test("each endpoint has its own lease", () => {
   clock.t = 16_000;
   assertEquals(registry.records(), []);
   assertStrictEquals(registry.revision, 4);
+});
+
+Deno.test("leases end exactly at their deadlines, whatever the order of renewals and clock moves", () => {
+  // The Registry skips its walk while the clock is before the earliest deadline it knows of; a
+  // model that walks every record on every read says what each read must find. Renewals move a
+  // deadline later, new instances and a clock that steps back put one earlier.
+  const random = new SeededRandom(8);
+  const { registry, clock } = fixture();
+  const routes = [[ROUTE, ENDPOINT], [OTHER_ROUTE, OTHER_ENDPOINT]] as const;
+  const model = new Map<string, { instance: string; deadline: number }>();
+  const expireModel = () => {
+    const ended: string[] = [];
+    for (const [endpoint, record] of model) {
+      if (record.deadline <= clock.t) (model.delete(endpoint), ended.push(endpoint));
+    }
+    return ended;
+  };
+  let steps = 0;
+  for (let step = 0; step < 3000; step++) {
+    const [route, endpoint] = random.pick(routes);
+    const action = random.int(0, 9);
+    if (action <= 3) {
+      clock.t += random.int(-3000, 9000);
+    } else if (action <= 6) {
+      // A replacement by the other instance half the time; the Registry is then not asked.
+      const instance = `${endpoint}-${random.int(1, 2)}`;
+      const held = model.get(endpoint);
+      const current = held !== undefined && held.deadline > clock.t ? held : undefined;
+      if (current !== undefined && current.instance !== instance && random.int(0, 1) === 0) {
+        continue;
+      }
+      expireModel();
+      const decision = decide(registry, register(instance, descriptor(endpoint)), route);
+      assertStrictEquals(decision.status, "accepted", JSON.stringify(decision.envelope.payload));
+      model.set(endpoint, { instance, deadline: clock.t + 10_000 });
+    } else if (action === 7) {
+      const record = model.get(endpoint);
+      if (record === undefined) continue;
+      expireModel();
+      decide(
+        registry,
+        unregister(model.get(endpoint)?.instance ?? record.instance, endpoint),
+        route,
+      );
+      model.delete(endpoint);
+    } else if (action === 8) {
+      assertEquals(
+        registry.expire().map((record) => record.endpointId).sort(),
+        expireModel().sort(),
+        `expire() at step ${step}, t=${clock.t}`,
+      );
+    } else {
+      expireModel();
+      assertStrictEquals(
+        registry.lookup(endpoint)?.endpointInstanceId,
+        model.get(endpoint)?.instance,
+        `lookup at step ${step}, t=${clock.t}`,
+      );
+    }
+    // Read without applying expiry: the records the Registry holds, expired ones included.
+    const deadlines = [...model.values()].map((record) => record.deadline);
+    assertStrictEquals(
+      registry.nextLeaseDeadlineMs(),
+      deadlines.length === 0 ? undefined : Math.min(...deadlines),
+      `held at step ${step}`,
+    );
+    steps++;
+  }
+  assert(steps > 2500, `${steps} steps`);
 });
 
 // ---------------------------------------------------------------------------------------------
