@@ -50,6 +50,8 @@ export interface ExchangeSpec<T> {
  */
 interface Exchange {
   readonly requestId: string;
+  /** The table's hash of `requestId` (`RequestTable.hashOf`), computed once. */
+  readonly hash: number;
   /** `undefined` once settled. */
   spec: ExchangeSpec<unknown> | undefined;
   resolve: (value: unknown) => void;
@@ -155,7 +157,8 @@ export class ExchangeTable {
       );
     }
     const requestId = request.requestId!;
-    if (this.#pending.has(requestId)) {
+    const hash = RequestTable.hashOf(requestId);
+    if (this.#pending.has(requestId, hash)) {
       return Promise.reject(
         new RangeError(
           `Cannot send a ${spec.name} request as 'requestId' is already waiting for an answer: ` +
@@ -180,6 +183,7 @@ export class ExchangeTable {
     const { promise, resolve, reject } = withResolvers<T>();
     const exchange: Exchange = {
       requestId,
+      hash,
       spec: spec as ExchangeSpec<unknown>,
       resolve: resolve as (value: unknown) => void,
       reject,
@@ -188,7 +192,7 @@ export class ExchangeTable {
       attempts: 0,
       unlinkSignal: undefined,
     };
-    this.#pending.set(requestId, exchange);
+    this.#pending.set(requestId, exchange, hash);
     const signal = spec.signal;
     if (signal !== undefined) {
       const onAbort = () => this.#fail(exchange, abortReason(signal));
@@ -212,7 +216,9 @@ export class ExchangeTable {
     // answer must not keep the request alive.
     const sendFailed = (error: unknown) => {
       const spec = exchange.spec;
-      if (spec === undefined || this.#pending.get(exchange.requestId) !== exchange) return;
+      if (spec === undefined || this.#pending.get(exchange.requestId, exchange.hash) !== exchange) {
+        return;
+      }
       if (exchange.attempts !== attempt) return;
       const context = {
         exchange: spec.name,
@@ -256,7 +262,7 @@ export class ExchangeTable {
     for (const exchange of this.#pending.values()) {
       if (exchange.deadline <= now) this.#timedOut(exchange);
       // A re-sent exchange has a new deadline; a failed one left the map.
-      if (this.#pending.get(exchange.requestId) === exchange) {
+      if (this.#pending.get(exchange.requestId, exchange.hash) === exchange) {
         next = Math.min(next, exchange.deadline);
       }
     }
@@ -270,7 +276,9 @@ export class ExchangeTable {
 
   #timedOut(exchange: Exchange): void {
     const spec = exchange.spec;
-    if (spec === undefined || this.#pending.get(exchange.requestId) !== exchange) return;
+    if (spec === undefined || this.#pending.get(exchange.requestId, exchange.hash) !== exchange) {
+      return;
+    }
     if (exchange.callDeadline <= performance.now()) {
       this.#fail(
         exchange,
@@ -321,9 +329,9 @@ export class ExchangeTable {
    * when it was no longer pending. The caller keeps the resolver it needs before settling.
    */
   #settle(exchange: Exchange): boolean {
-    const requestId = exchange.requestId;
-    if (this.#pending.get(requestId) !== exchange) return false;
-    this.#pending.delete(requestId);
+    const { requestId, hash } = exchange;
+    if (this.#pending.get(requestId, hash) !== exchange) return false;
+    this.#pending.delete(requestId, hash);
     exchange.unlinkSignal?.();
     exchange.unlinkSignal = undefined;
     exchange.spec = undefined;

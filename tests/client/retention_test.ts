@@ -60,3 +60,33 @@ Deno.test("RequestTable: set, get, delete with colliding slots and growth", () =
   for (const key of keys) table.delete(key);
   assertEquals([table.size, table.values()], [0, []]);
 });
+
+Deno.test("RequestTable: a key's hash, given or left out, reaches the same entry", () => {
+  // The client hashes a request id once and passes the hash to every operation on it; the
+  // table must behave as a Map whichever way each operation is called.
+  const table = new RequestTable<number>();
+  const model = new Map<string, number>();
+  const keys = Array.from({ length: 300 }, () => crypto.randomUUID());
+  let seed = 7;
+  const next = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+  for (let step = 0; step < 20_000; step++) {
+    const key = keys[next(keys.length)];
+    const hash = next(2) === 0 ? RequestTable.hashOf(key) : undefined;
+    switch (next(4)) {
+      case 0:
+        table.set(key, step, hash);
+        model.set(key, step);
+        break;
+      case 1:
+        assertEquals(table.delete(key, hash), model.delete(key));
+        break;
+      case 2:
+        assertEquals(table.get(key, hash), model.get(key));
+        break;
+      default:
+        assertEquals(table.has(key, hash), model.has(key));
+    }
+    assertEquals(table.size, model.size);
+  }
+  assertEquals(table.values().sort((a, b) => a - b), [...model.values()].sort((a, b) => a - b));
+});
