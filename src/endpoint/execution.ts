@@ -9,6 +9,22 @@ import { pairKey } from "../_internal/text.ts";
 
 import { jsonField, requireInit } from "./_model_rules.ts";
 
+// Which requests and contexts their own constructors built (not a subclass, not
+// Object.create(prototype), not a look-alike): a private field each class sets in its constructor,
+// read through this table, whose readers the classes' static blocks install when this module is
+// evaluated. The Wire's invoke request factory takes such models' fields as already validated
+// (src/wire/_built_payloads.ts), as the response factories do with outcomes.ts's models.
+const builtReaders = {
+  request: (_value: object): boolean => false,
+  context: (_value: object): boolean => false,
+};
+
+/**
+ * @internal True when `value` is a {@linkcode ToolRequest} or {@linkcode ToolContext} its own
+ * class's constructor built. Exported from no entry point.
+ */
+export const isBuiltRequestModel: Readonly<typeof builtReaders> = builtReaders;
+
 // ---------------------------------------------------------------------------------------------
 // Execution identity and context (b.4, b.5)
 
@@ -155,6 +171,13 @@ export class ToolContext {
   /** Free-form JSON metadata (deeply frozen). */
   readonly metadata: JsonObject;
 
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.context = (value) => #built in value && (value as ToolContext).#built;
+  }
+
   /**
    * Validates and freezes a context. Check order: `execution_key`, `tool_id`,
    * `implementation_id`, `endpoint_id`, `operation`, `caller_id`, `deadline_ms`, `metadata`.
@@ -181,6 +204,7 @@ export class ToolContext {
     this.callerId = callerId as string | undefined;
     this.deadlineMs = deadlineMs === undefined ? undefined : (deadlineMs as number) + 0; // -0 -> 0
     this.metadata = metadata;
+    this.#built = new.target === ToolContext;
     Object.freeze(this);
   }
 
@@ -220,10 +244,18 @@ export class ToolRequest {
   /** The JSON arguments (deeply frozen). */
   readonly arguments: JsonObject;
 
+  // Set by the constructor when it built this object itself (see builtReaders).
+  #built = false;
+
+  static {
+    builtReaders.request = (value) => #built in value && (value as ToolRequest).#built;
+  }
+
   /** Validates, copies and freezes the arguments (required). */
   constructor(init: ToolRequestInit) {
     requireInit(init, "ToolRequest");
     this.arguments = copyJsonObject(init.arguments, "arguments");
+    this.#built = new.target === ToolRequest;
     Object.freeze(this);
   }
 }

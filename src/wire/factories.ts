@@ -30,6 +30,7 @@ import {
 import {
   builtControlResponsePayload,
   builtErrorPayload,
+  builtInvokeRequestPayload,
   builtInvokeResponsePayload,
   builtResultResponsePayload,
   builtStatusResponsePayload,
@@ -50,7 +51,7 @@ import {
   endpointRegistryResponseToPayload,
   endpointStatusToPayload,
 } from "./management_payloads.ts";
-import { typedFactoryEnvelope } from "./validate.ts";
+import { builtFactoryEnvelope, typedFactoryEnvelope } from "./validate.ts";
 import { validateManagementResponseCorrelation } from "./correlation.ts";
 
 function requireContext(context: ToolContext): ToolContext {
@@ -58,14 +59,19 @@ function requireContext(context: ToolContext): ToolContext {
   return context;
 }
 
+/**
+ * An execution request of `context`; `built`: `payload` is a built payload
+ * (`_built_payloads.ts`), which needs no typed validation.
+ */
 function executionRequest(
   messageType: ToolMessageType,
   context: ToolContext,
   payload: JsonObject,
   requestId: string,
   endpointInstanceId: string | undefined,
+  built = false,
 ): ToolEnvelope {
-  return typedFactoryEnvelope({
+  return (built ? builtFactoryEnvelope : typedFactoryEnvelope)({
     messageType,
     requestId,
     invocationId: context.invocationId,
@@ -113,12 +119,14 @@ export function makeInvokeRequestEnvelope(
   options: ExecutionRequestOptions,
 ): ToolEnvelope {
   requireContext(context);
+  const built = builtInvokeRequestPayload(request, context);
   return executionRequest(
     "tool.invoke.request",
     context,
-    invokeRequestToPayload(request, context),
+    built ?? invokeRequestToPayload(request, context),
     options.requestId,
     options.endpointInstanceId,
+    built !== undefined,
   );
 }
 

@@ -63,6 +63,19 @@ export function typedFactoryEnvelope(init: ToolEnvelopeInit): ToolEnvelope {
   return envelopeFromFactory(init, validateMessageEnvelope);
 }
 
+/** What a built payload's envelope runs in place of the typed validation: nothing. */
+function builtPayloadChecked(_envelope: ToolEnvelope): void {}
+
+/**
+ * @internal Builds an envelope for a Wire factory whose payload `_built_payloads.ts` built from
+ * models their own constructors built, marked as {@linkcode typedFactoryEnvelope} marks its own:
+ * the typed validation would only rebuild and check those models again. The constructor still
+ * checks every header.
+ */
+export function builtFactoryEnvelope(init: ToolEnvelopeInit): ToolEnvelope {
+  return envelopeFromFactory(init, builtPayloadChecked);
+}
+
 /**
  * @internal {@linkcode validateMessageEnvelope} at an encoder: skipped for an envelope a factory
  * validated ({@linkcode typedFactoryEnvelope}), with the same errors for any other.

@@ -7,6 +7,7 @@ import {
   controlResponseToPayload,
   encodeEnvelope,
   errorToPayload,
+  invokeRequestToPayload,
   invokeResponseToPayload,
   makeControlRequestEnvelope,
   makeControlResponseEnvelope,
@@ -26,14 +27,16 @@ import {
 import {
   builtControlResponsePayload,
   builtErrorPayload,
+  builtInvokeRequestPayload,
   builtInvokeResponsePayload,
   builtResultResponsePayload,
   builtStatusResponsePayload,
 } from "../../src/wire/_built_payloads.ts";
 import { adoptJsonObject, canonicalHeight } from "../../src/_internal/json.ts";
 import { isFactoryTyped } from "../../src/wire/envelope.ts";
-import { ToolRequest } from "../../mod.ts";
+import { ToolContext, ToolExecutionKey, ToolRequest } from "../../mod.ts";
 import * as gen from "../_gen.ts";
+import { context as contextOf } from "../_helpers.ts";
 import { SeededRandom } from "../_gen.ts";
 
 // Array-index keys included: the writer flag they set must survive the built path.
@@ -255,4 +258,134 @@ Deno.test("every acceptance without details shares one payload, encoded as the c
     ),
     true,
   );
+});
+
+/** Today's path for an invoke request: the adapter's payload, copied, then the typed validation. */
+function slowInvokeRequest(
+  request: ToolRequest,
+  context: ToolContext,
+  options: { requestId: string; endpointInstanceId: string | undefined },
+): ToolEnvelope {
+  const envelope = new ToolEnvelope({
+    messageType: "tool.invoke.request",
+    requestId: options.requestId,
+    invocationId: context.invocationId,
+    attemptId: context.attemptId,
+    endpointId: context.endpointId,
+    endpointInstanceId: options.endpointInstanceId,
+    operation: context.operation,
+    payload: invokeRequestToPayload(request, context),
+  });
+  validateMessageEnvelope(envelope);
+  return envelope;
+}
+
+/** A value nested `height` levels deep: `{a: {a: ... {}}}`. */
+function nested(height: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 0; i < height; i++) value = { a: value };
+  return value;
+}
+
+Deno.test("built invoke request payloads encode byte for byte as the copied and validated ones", () => {
+  for (let seed = 1; seed <= 600; seed++) {
+    const g = makeGen(seed);
+    const context = gen.toolContext(g);
+    const request = new ToolRequest({ arguments: gen.jsonObject(g) });
+    const options = {
+      requestId: gen.idString(g),
+      endpointInstanceId: g.rng.bool() ? gen.idString(g) : undefined,
+    };
+    assert(builtInvokeRequestPayload(request, context) !== undefined, `seed ${seed}`);
+    assertSameBytes(
+      makeInvokeRequestEnvelope(request, context, options),
+      slowInvokeRequest(request, context, options),
+      `seed ${seed}`,
+    );
+  }
+  // -0 as a deadline, no metadata, empty arguments.
+  const context = contextOf("vision.yolo", "detect", { deadlineMs: -0 });
+  const options = { requestId: "r", endpointInstanceId: undefined };
+  const request = new ToolRequest({ arguments: {} });
+  assertSameBytes(
+    makeInvokeRequestEnvelope(request, context, options),
+    slowInvokeRequest(request, context, options),
+    "-0 deadline",
+  );
+});
+
+Deno.test("an invoke request whose arguments or metadata reach the depth bound takes the checked path", () => {
+  const contextWith = (metadata: object) => contextOf("vision.yolo", "detect", { metadata });
+  const options = { requestId: "r", endpointInstanceId: "x" };
+  // Arguments sit at depth 1 and metadata at depth 2 of the payload, whose bound is 64.
+  const cases = [
+    { request: new ToolRequest({ arguments: nested(63) }), context: contextWith({}), built: true },
+    { request: new ToolRequest({ arguments: nested(64) }), context: contextWith({}), built: false },
+    { request: new ToolRequest({ arguments: {} }), context: contextWith(nested(62)), built: true },
+    { request: new ToolRequest({ arguments: {} }), context: contextWith(nested(63)), built: false },
+  ];
+  for (const [i, { request, context, built }] of cases.entries()) {
+    assertStrictEquals(builtInvokeRequestPayload(request, context) !== undefined, built, `${i}`);
+    if (built) {
+      assertSameBytes(
+        makeInvokeRequestEnvelope(request, context, options),
+        slowInvokeRequest(request, context, options),
+        `case ${i}`,
+      );
+    } else {
+      const fast = assertThrows(
+        () => makeInvokeRequestEnvelope(request, context, options),
+        ToolProtocolError,
+      );
+      const slow = assertThrows(
+        () => slowInvokeRequest(request, context, options),
+        ToolProtocolError,
+      );
+      assertEquals([fast.code, fast.message, fast.path], [slow.code, slow.message, slow.path]);
+    }
+  }
+});
+
+Deno.test("a forged or subclassed request or context takes the copying and validating path", () => {
+  const key = new ToolExecutionKey({ invocationId: "i", attemptId: "a" });
+  const init = {
+    executionKey: key,
+    toolId: "t",
+    implementationId: "m",
+    endpointId: "e",
+    operation: "o",
+  };
+  class OtherContext extends ToolContext {}
+  class OtherRequest extends ToolRequest {}
+  const context = new ToolContext(init);
+  const request = new ToolRequest({ arguments: { x: 1 } });
+  const forgedRequest = Object.create(ToolRequest.prototype, {
+    arguments: { value: { x: 1 }, enumerable: true },
+  }) as ToolRequest;
+  const forgedContext = Object.create(ToolContext.prototype, {
+    ...Object.getOwnPropertyDescriptors(context),
+    toolId: { value: "", enumerable: true },
+  }) as ToolContext;
+  const options = { requestId: "r", endpointInstanceId: undefined };
+  for (
+    const [name, r, c] of [
+      ["subclassed context", request, new OtherContext(init)],
+      ["subclassed request", new OtherRequest({ arguments: { x: 1 } }), context],
+      ["forged request", forgedRequest, context],
+    ] as const
+  ) {
+    assertStrictEquals(builtInvokeRequestPayload(r, c), undefined, name);
+    assertSameBytes(
+      makeInvokeRequestEnvelope(r, c, options),
+      slowInvokeRequest(r, c, options),
+      name,
+    );
+  }
+  // A forged context with a blank tool id is refused by the typed validation, as before.
+  assertStrictEquals(builtInvokeRequestPayload(request, forgedContext), undefined);
+  const error = assertThrows(
+    () => makeInvokeRequestEnvelope(request, forgedContext, options),
+    ToolProtocolError,
+  );
+  assertStrictEquals(error.path, "payload.context");
 });
