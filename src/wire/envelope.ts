@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { InvokeRequestParts } from "./invoke_request.ts";
 import {
   MAX_JSON_DEPTH,
   MAX_SAFE_JSON_INTEGER,
@@ -128,14 +129,21 @@ class DecodedFields {
 /** Reads and sets an envelope's private #typed mark from outside the class body. */
 interface TypedMark {
   read(envelope: ToolEnvelope): boolean;
-  set(envelope: ToolEnvelope): void;
+  set(envelope: ToolEnvelope, parts?: InvokeRequestParts): void;
+  /** The models a factory built the payload from (see `envelopeFromFactory`), or `undefined`. */
+  parts(envelope: ToolEnvelope): InvokeRequestParts | undefined;
   /** True when the constructor built `value` (a forged, proxied or plain object is not). */
   built(value: object): boolean;
 }
 
 // Set once, by the class's static block, when this module is evaluated; never reassigned. Only
 // envelopeFromFactory sets a mark, so user code cannot mark an envelope.
-const typedMark: TypedMark = { read: () => false, set: () => {}, built: () => false };
+const typedMark: TypedMark = {
+  read: () => false,
+  set: () => {},
+  parts: () => undefined,
+  built: () => false,
+};
 
 /**
  * The fields of a response to an envelope the constructor built: the module-private token of
@@ -208,13 +216,18 @@ export class ToolEnvelope {
   // True when a Wire factory built the envelope and its typed validation passed (the envelope is
   // immutable, so the encoders need not validate it again). A private field: it cannot be forged.
   #typed = false;
+  // The request and context an invoke request's factory built its payload from, when their own
+  // constructors built them: the handler takes them as they are (see invokeRequestFromEnvelope).
+  #parts: InvokeRequestParts | undefined = undefined;
 
   static {
     typedMark.read = (envelope) => #typed in envelope && envelope.#typed;
     // A private field is no property: the frozen envelope still takes the mark.
-    typedMark.set = (envelope) => {
+    typedMark.set = (envelope, parts) => {
       envelope.#typed = true;
+      envelope.#parts = parts;
     };
+    typedMark.parts = (envelope) => #parts in envelope ? envelope.#parts : undefined;
     typedMark.built = (value) => #typed in value;
   }
 
@@ -379,15 +392,28 @@ function checkRequestId(row: HeaderRow, requestId: unknown, scalar: boolean): vo
 /**
  * @internal Builds an envelope as a Wire factory does: the constructor's checks and copy, then
  * `validate` (the typed validation), and marks it so that {@linkcode isFactoryTyped} is true.
+ * `parts`: the built models an invoke request's built payload came from (see
+ * {@linkcode builtInvokeRequestParts}).
  */
 export function envelopeFromFactory(
   init: ToolEnvelopeInit,
   validate: (envelope: ToolEnvelope) => void,
+  parts?: InvokeRequestParts,
 ): ToolEnvelope {
   const envelope = new ToolEnvelope(init);
   validate(envelope);
-  typedMark.set(envelope);
+  typedMark.set(envelope, parts);
   return envelope;
+}
+
+/**
+ * @internal The request and context whose constructors built them and from which a factory built
+ * this invoke request's payload (`builtInvokeRequestPayload`), or `undefined`: their fields are
+ * the payload's and the headers', already checked, so reading the envelope back needs no models
+ * built again.
+ */
+export function builtInvokeRequestParts(envelope: ToolEnvelope): InvokeRequestParts | undefined {
+  return typedMark.parts(envelope);
 }
 
 /**

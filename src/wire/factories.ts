@@ -35,7 +35,7 @@ import {
   builtResultResponsePayload,
   builtStatusResponsePayload,
 } from "./_built_payloads.ts";
-import { invokeRequestToPayload } from "./invoke_request.ts";
+import { type InvokeRequestParts, invokeRequestToPayload } from "./invoke_request.ts";
 import {
   controlRequestToPayload,
   controlResponseToPayload,
@@ -60,7 +60,7 @@ function requireContext(context: ToolContext): ToolContext {
 }
 
 /**
- * An execution request of `context`; `built`: `payload` is a built payload
+ * An execution request of `context`; `built`: the models `payload` was built from
  * (`_built_payloads.ts`), which needs no typed validation.
  */
 function executionRequest(
@@ -69,9 +69,9 @@ function executionRequest(
   payload: JsonObject,
   requestId: string,
   endpointInstanceId: string | undefined,
-  built = false,
+  built?: InvokeRequestParts,
 ): ToolEnvelope {
-  return (built ? builtFactoryEnvelope : typedFactoryEnvelope)({
+  const init = {
     messageType,
     requestId,
     invocationId: context.invocationId,
@@ -80,7 +80,8 @@ function executionRequest(
     endpointInstanceId,
     operation: context.operation,
     payload,
-  });
+  };
+  return built === undefined ? typedFactoryEnvelope(init) : builtFactoryEnvelope(init, built);
 }
 
 /** The exchange identity of an execution request. */
@@ -126,7 +127,7 @@ export function makeInvokeRequestEnvelope(
     built ?? invokeRequestToPayload(request, context),
     options.requestId,
     options.endpointInstanceId,
-    built !== undefined,
+    built === undefined ? undefined : { request, context },
   );
 }
 

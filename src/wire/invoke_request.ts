@@ -8,7 +8,7 @@
 import { checkToolContextFields } from "../_internal/fields.ts";
 import type { JsonObject } from "../_internal/json.ts";
 import { ToolContext, ToolRequest } from "../endpoint/models.ts";
-import { executionKeyOf, ToolEnvelope } from "./envelope.ts";
+import { builtInvokeRequestParts, executionKeyOf, ToolEnvelope } from "./envelope.ts";
 import {
   closedFields,
   construct,
@@ -63,6 +63,9 @@ export function invokeRequestFromEnvelope(envelope: ToolEnvelope): InvokeRequest
   if (!(envelope instanceof ToolEnvelope) || envelope.messageType !== "tool.invoke.request") {
     throw new RangeError("envelope must be tool.invoke.request");
   }
+  // A factory's envelope of a request and context their constructors built: those models.
+  const built = builtInvokeRequestParts(envelope);
+  if (built !== undefined) return built;
   // An envelope's payload is already normalized: canonical (frozen) payloads are shared, others
   // are copied by the models.
   const payload = objectAt(envelope.payload, "payload");

@@ -13,7 +13,7 @@ import {
   type ToolEnvelopeInit,
 } from "./envelope.ts";
 import { closedFields, payloadOf } from "./_payload_rules.ts";
-import { readInvokeRequest } from "./invoke_request.ts";
+import { type InvokeRequestParts, readInvokeRequest } from "./invoke_request.ts";
 import {
   readControlRequest,
   readControlResponse,
@@ -72,8 +72,11 @@ function builtPayloadChecked(_envelope: ToolEnvelope): void {}
  * the typed validation would only rebuild and check those models again. The constructor still
  * checks every header.
  */
-export function builtFactoryEnvelope(init: ToolEnvelopeInit): ToolEnvelope {
-  return envelopeFromFactory(init, builtPayloadChecked);
+export function builtFactoryEnvelope(
+  init: ToolEnvelopeInit,
+  parts?: InvokeRequestParts,
+): ToolEnvelope {
+  return envelopeFromFactory(init, builtPayloadChecked, parts);
 }
 
 /**

@@ -5,8 +5,10 @@ import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/ass
 import { ToolAccepted, ToolError, ToolExecutionStatus, ToolResult } from "../../mod.ts";
 import {
   controlResponseToPayload,
+  decodeEnvelope,
   encodeEnvelope,
   errorToPayload,
+  invokeRequestFromEnvelope,
   invokeRequestToPayload,
   invokeResponseToPayload,
   makeControlRequestEnvelope,
@@ -280,6 +282,15 @@ function slowInvokeRequest(
   return envelope;
 }
 
+/** The fields of a plain context (for subclasses and forgeries of ToolContext). */
+const CONTEXT_INIT = {
+  executionKey: new ToolExecutionKey({ invocationId: "i", attemptId: "a" }),
+  toolId: "t",
+  implementationId: "m",
+  endpointId: "e",
+  operation: "o",
+};
+
 /** A value nested `height` levels deep: `{a: {a: ... {}}}`. */
 function nested(height: number): Record<string, unknown> {
   let value: Record<string, unknown> = {};
@@ -347,14 +358,7 @@ Deno.test("an invoke request whose arguments or metadata reach the depth bound t
 });
 
 Deno.test("a forged or subclassed request or context takes the copying and validating path", () => {
-  const key = new ToolExecutionKey({ invocationId: "i", attemptId: "a" });
-  const init = {
-    executionKey: key,
-    toolId: "t",
-    implementationId: "m",
-    endpointId: "e",
-    operation: "o",
-  };
+  const init = CONTEXT_INIT;
   class OtherContext extends ToolContext {}
   class OtherRequest extends ToolRequest {}
   const context = new ToolContext(init);
@@ -388,4 +392,38 @@ Deno.test("a forged or subclassed request or context takes the copying and valid
     ToolProtocolError,
   );
   assertStrictEquals(error.path, "payload.context");
+});
+
+Deno.test("an invoke request of built models reads back as those models, equal to the decoded ones", () => {
+  for (let seed = 1; seed <= 300; seed++) {
+    const g = makeGen(seed);
+    const context = gen.toolContext(g);
+    const request = new ToolRequest({ arguments: gen.jsonObject(g) });
+    const envelope = makeInvokeRequestEnvelope(request, context, {
+      requestId: gen.idString(g),
+      endpointInstanceId: undefined,
+    });
+    const parts = invokeRequestFromEnvelope(envelope);
+    assertStrictEquals(parts.request, request, `seed ${seed}`);
+    assertStrictEquals(parts.context, context, `seed ${seed}`);
+    // What a provider receives for the same bytes from elsewhere: the same values.
+    const decoded = invokeRequestFromEnvelope(decodeEnvelope(encodeEnvelope(envelope)));
+    assert(decoded.context !== context);
+    assertEquals(decoded.request, request, `seed ${seed}`);
+    assertEquals(
+      [decoded.context, decoded.context.invocationId, decoded.context.attemptId],
+      [context, context.invocationId, context.attemptId],
+      `seed ${seed}`,
+    );
+  }
+  // Models no constructor of theirs built are read back from the payload, checked.
+  class OtherContext extends ToolContext {}
+  const other = new OtherContext(CONTEXT_INIT);
+  const request = new ToolRequest({ arguments: { x: 1 } });
+  const parts = invokeRequestFromEnvelope(
+    makeInvokeRequestEnvelope(request, other, { requestId: "r", endpointInstanceId: undefined }),
+  );
+  assert(parts.context !== other && !(parts.context instanceof OtherContext));
+  assert(parts.request !== request);
+  assertEquals([parts.context.toolId, parts.request.arguments], ["t", { x: 1 }]);
 });
