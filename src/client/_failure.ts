@@ -9,7 +9,7 @@ import { formatThrown } from "../endpoint/log.ts";
 import type { ToolSemantics } from "../endpoint/constants.ts";
 import type { ToolError } from "../endpoint/models.ts";
 import { ToolEndpointError, ToolProtocolError } from "../endpoint/errors.ts";
-import type { ToolEnvelope } from "../wire/envelope.ts";
+import { builtAnswerOf, type ToolEnvelope } from "../wire/envelope.ts";
 import { errorFromPayload } from "../wire/execution_payloads.ts";
 import {
   ToolCallError,
@@ -24,8 +24,18 @@ import {
 /** An exchange's answer: the decoded payload, or the `tool.error` the endpoint sent. */
 export type Answer<T> = { readonly ok: T } | { readonly error: ToolError };
 
-/** `response` decoded: its `tool.error`, else its payload through `decode`. */
+/**
+ * `response` decoded: its `tool.error`, else its payload through `decode`. A response a Wire
+ * factory built from a model its constructor built (in process) answers with that model, which is
+ * what `decode` would build again; the exchange checked the response's type against its request.
+ */
 export function answerOf<T>(response: ToolEnvelope, decode: (payload: unknown) => T): Answer<T> {
+  const built = builtAnswerOf(response);
+  if (built !== undefined) {
+    return response.messageType === "tool.error"
+      ? { error: built as ToolError }
+      : { ok: built as T };
+  }
   return response.messageType === "tool.error"
     ? { error: errorFromPayload(response.payload) }
     : { ok: decode(response.payload) };

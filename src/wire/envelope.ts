@@ -129,9 +129,9 @@ class DecodedFields {
 /** Reads and sets an envelope's private #typed mark from outside the class body. */
 interface TypedMark {
   read(envelope: ToolEnvelope): boolean;
-  set(envelope: ToolEnvelope, parts?: InvokeRequestParts): void;
+  set(envelope: ToolEnvelope, source?: object): void;
   /** The models a factory built the payload from (see `envelopeFromFactory`), or `undefined`. */
-  parts(envelope: ToolEnvelope): InvokeRequestParts | undefined;
+  source(envelope: ToolEnvelope): object | undefined;
   /** True when the constructor built `value` (a forged, proxied or plain object is not). */
   built(value: object): boolean;
 }
@@ -141,7 +141,7 @@ interface TypedMark {
 const typedMark: TypedMark = {
   read: () => false,
   set: () => {},
-  parts: () => undefined,
+  source: () => undefined,
   built: () => false,
 };
 
@@ -155,6 +155,7 @@ class AnswerFields {
     readonly messageType: ToolMessageType,
     readonly payload: JsonObject,
     readonly request: ToolEnvelope,
+    readonly source: object | undefined,
   ) {}
 
   static holds(value: object): value is AnswerFields {
@@ -216,18 +217,19 @@ export class ToolEnvelope {
   // True when a Wire factory built the envelope and its typed validation passed (the envelope is
   // immutable, so the encoders need not validate it again). A private field: it cannot be forged.
   #typed = false;
-  // The request and context an invoke request's factory built its payload from, when their own
-  // constructors built them: the handler takes them as they are (see invokeRequestFromEnvelope).
-  #parts: InvokeRequestParts | undefined = undefined;
+  // The models a Wire factory built the payload from, when their own constructors built them: an
+  // invoke request's request and context, a response's answer. Whoever reads the envelope back
+  // takes them as they are (see builtInvokeRequestParts and builtAnswerOf).
+  #source: object | undefined = undefined;
 
   static {
     typedMark.read = (envelope) => #typed in envelope && envelope.#typed;
     // A private field is no property: the frozen envelope still takes the mark.
-    typedMark.set = (envelope, parts) => {
+    typedMark.set = (envelope, source) => {
       envelope.#typed = true;
-      envelope.#parts = parts;
+      envelope.#source = source;
     };
-    typedMark.parts = (envelope) => #parts in envelope ? envelope.#parts : undefined;
+    typedMark.source = (envelope) => #source in envelope ? envelope.#source : undefined;
     typedMark.built = (value) => #typed in value;
   }
 
@@ -252,6 +254,7 @@ export class ToolEnvelope {
       this.operation = request.operation;
       this.sequence = undefined;
       this.#typed = true;
+      this.#source = init.source;
       Object.freeze(this);
       return;
     }
@@ -392,17 +395,17 @@ function checkRequestId(row: HeaderRow, requestId: unknown, scalar: boolean): vo
 /**
  * @internal Builds an envelope as a Wire factory does: the constructor's checks and copy, then
  * `validate` (the typed validation), and marks it so that {@linkcode isFactoryTyped} is true.
- * `parts`: the built models an invoke request's built payload came from (see
- * {@linkcode builtInvokeRequestParts}).
+ * `source`: the built models a built payload came from (see {@linkcode builtInvokeRequestParts}
+ * and {@linkcode builtAnswerOf}).
  */
 export function envelopeFromFactory(
   init: ToolEnvelopeInit,
   validate: (envelope: ToolEnvelope) => void,
-  parts?: InvokeRequestParts,
+  source?: object,
 ): ToolEnvelope {
   const envelope = new ToolEnvelope(init);
   validate(envelope);
-  typedMark.set(envelope, parts);
+  typedMark.set(envelope, source);
   return envelope;
 }
 
@@ -413,7 +416,21 @@ export function envelopeFromFactory(
  * built again.
  */
 export function builtInvokeRequestParts(envelope: ToolEnvelope): InvokeRequestParts | undefined {
-  return typedMark.parts(envelope);
+  return envelope.messageType === "tool.invoke.request"
+    ? typedMark.source(envelope) as InvokeRequestParts | undefined
+    : undefined;
+}
+
+/**
+ * @internal The answer a factory built this response's payload from, when that model's own
+ * constructor built it (`builtInvokeResponsePayload` and its siblings), or `undefined`: what the
+ * payload's reader would build again, equal in every field (the `InvokeResponse` of a
+ * `tool.invoke.response`, the `ToolExecutionStatus` of a `tool.status.response`, the
+ * `ToolResultResponse` of a `tool.result.response`, the `ToolControlResponse` of a
+ * `tool.control.response`, the `ToolError` of a `tool.error`).
+ */
+export function builtAnswerOf(envelope: ToolEnvelope): object | undefined {
+  return envelope.messageType === "tool.invoke.request" ? undefined : typedMark.source(envelope);
 }
 
 /**
@@ -428,9 +445,15 @@ export function envelopeAnswering(
   request: ToolEnvelope,
   responseType: ToolMessageType,
   payload: JsonObject,
+  source: object,
 ): ToolEnvelope | undefined {
   if (!typedMark.built(request)) return undefined;
-  const fields = new AnswerFields(responseType, payload, request) as unknown as ToolEnvelopeInit;
+  const fields = new AnswerFields(
+    responseType,
+    payload,
+    request,
+    source,
+  ) as unknown as ToolEnvelopeInit;
   return new ToolEnvelope(fields);
 }
 

@@ -22,7 +22,6 @@ import {
 import type { JsonObject } from "../_internal/json.ts";
 import {
   envelopeAnswering,
-  envelopeFromFactory,
   pairedResponseType,
   registryOperationOf,
   ToolEnvelope,
@@ -227,23 +226,21 @@ export function makeErrorEnvelope(
   );
 }
 
-// The typed validation of a payload built from marked models (src/wire/_built_payloads.ts):
-// their constructors already ran every check the validators would run again.
-function builtByModels(): void {}
-
 /**
- * The response to `request`. `built` says `payload` is the canonical payload of marked models
- * (adopted as it is, without the typed validation); otherwise the envelope copies and validates.
+ * The response to `request`. `built`: the marked model whose canonical payload `payload` is
+ * (adopted as it is, without the typed validation: the model's constructor already ran every check
+ * the validators would run again, and the envelope keeps the model for its reader); otherwise the
+ * envelope copies and validates.
  */
 function correlatedResponse(
   messageType: ToolMessageType,
   payload: JsonObject,
   request: ToolEnvelope,
-  built = false,
+  built?: object,
 ): ToolEnvelope {
-  if (built) {
+  if (built !== undefined) {
     // The request's headers were checked when it was built: the answer takes them as they are.
-    const answer = envelopeAnswering(request, messageType, payload);
+    const answer = envelopeAnswering(request, messageType, payload, built);
     if (answer !== undefined) return answer;
   }
   const init = {
@@ -256,7 +253,7 @@ function correlatedResponse(
     operation: request.operation,
     payload,
   };
-  return built ? envelopeFromFactory(init, builtByModels) : typedFactoryEnvelope(init);
+  return built !== undefined ? builtFactoryEnvelope(init, built) : typedFactoryEnvelope(init);
 }
 
 function requireRequest(request: ToolEnvelope, responseType: ToolMessageType): void {
@@ -276,7 +273,12 @@ export function makeInvokeResponseEnvelope(
   // Without a built payload, the adapter's type errors come before the request's.
   const payload = built === undefined ? invokeResponseToPayload(response) : built;
   requireRequest(request, "tool.invoke.response");
-  return correlatedResponse("tool.invoke.response", payload, request, built !== undefined);
+  return correlatedResponse(
+    "tool.invoke.response",
+    payload,
+    request,
+    built === undefined ? undefined : response,
+  );
 }
 
 /** The `tool.status.response` answering `request`. */
@@ -288,7 +290,12 @@ export function makeStatusResponseEnvelope(
   // Without a built payload, the adapter's type errors come before the request's.
   const payload = built === undefined ? statusResponseToPayload(status) : built;
   requireRequest(request, "tool.status.response");
-  return correlatedResponse("tool.status.response", payload, request, built !== undefined);
+  return correlatedResponse(
+    "tool.status.response",
+    payload,
+    request,
+    built === undefined ? undefined : status,
+  );
 }
 
 /** The `tool.result.response` answering `request`. */
@@ -300,7 +307,12 @@ export function makeResultResponseEnvelope(
   // Without a built payload, the adapter's type errors come before the request's.
   const payload = built === undefined ? resultResponseToPayload(response) : built;
   requireRequest(request, "tool.result.response");
-  return correlatedResponse("tool.result.response", payload, request, built !== undefined);
+  return correlatedResponse(
+    "tool.result.response",
+    payload,
+    request,
+    built === undefined ? undefined : response,
+  );
 }
 
 /** The `tool.control.response` answering `request`. */
@@ -312,7 +324,12 @@ export function makeControlResponseEnvelope(
   // Without a built payload, the adapter's type errors come before the request's.
   const payload = built === undefined ? controlResponseToPayload(response) : built;
   requireRequest(request, "tool.control.response");
-  return correlatedResponse("tool.control.response", payload, request, built !== undefined);
+  return correlatedResponse(
+    "tool.control.response",
+    payload,
+    request,
+    built === undefined ? undefined : response,
+  );
 }
 
 /**
@@ -326,7 +343,12 @@ export function makeErrorResponseEnvelope(error: ToolError, request: ToolEnvelop
   if (pairedResponseType(request.messageType) === undefined) {
     throw new RangeError("request envelope has no paired error response");
   }
-  return correlatedResponse("tool.error", payload, request, built !== undefined);
+  return correlatedResponse(
+    "tool.error",
+    payload,
+    request,
+    built === undefined ? undefined : error,
+  );
 }
 
 /** The identity of a management request. */

@@ -13,7 +13,7 @@ import {
   type ToolEnvelopeInit,
 } from "./envelope.ts";
 import { closedFields, payloadOf } from "./_payload_rules.ts";
-import { type InvokeRequestParts, readInvokeRequest } from "./invoke_request.ts";
+import { readInvokeRequest } from "./invoke_request.ts";
 import {
   readControlRequest,
   readControlResponse,
@@ -68,15 +68,13 @@ function builtPayloadChecked(_envelope: ToolEnvelope): void {}
 
 /**
  * @internal Builds an envelope for a Wire factory whose payload `_built_payloads.ts` built from
- * models their own constructors built, marked as {@linkcode typedFactoryEnvelope} marks its own:
- * the typed validation would only rebuild and check those models again. The constructor still
- * checks every header.
+ * `source`, models their own constructors built (an invoke request's request and context, a
+ * response's answer), marked as {@linkcode typedFactoryEnvelope} marks its own: the typed
+ * validation would only rebuild and check those models again. The constructor still checks every
+ * header; the envelope keeps `source` for its reader.
  */
-export function builtFactoryEnvelope(
-  init: ToolEnvelopeInit,
-  parts?: InvokeRequestParts,
-): ToolEnvelope {
-  return envelopeFromFactory(init, builtPayloadChecked, parts);
+export function builtFactoryEnvelope(init: ToolEnvelopeInit, source: object): ToolEnvelope {
+  return envelopeFromFactory(init, builtPayloadChecked, source);
 }
 
 /**

@@ -4,12 +4,15 @@
 import { assert, assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import { ToolAccepted, ToolError, ToolExecutionStatus, ToolResult } from "../../mod.ts";
 import {
+  controlResponseFromPayload,
   controlResponseToPayload,
   decodeEnvelope,
   encodeEnvelope,
+  errorFromPayload,
   errorToPayload,
   invokeRequestFromEnvelope,
   invokeRequestToPayload,
+  invokeResponseFromPayload,
   invokeResponseToPayload,
   makeControlRequestEnvelope,
   makeControlResponseEnvelope,
@@ -20,7 +23,9 @@ import {
   makeResultResponseEnvelope,
   makeStatusRequestEnvelope,
   makeStatusResponseEnvelope,
+  resultResponseFromPayload,
   resultResponseToPayload,
+  statusResponseFromPayload,
   statusResponseToPayload,
   ToolEnvelope,
   ToolProtocolError,
@@ -35,7 +40,7 @@ import {
   builtStatusResponsePayload,
 } from "../../src/wire/_built_payloads.ts";
 import { adoptJsonObject, canonicalHeight } from "../../src/_internal/json.ts";
-import { isFactoryTyped } from "../../src/wire/envelope.ts";
+import { builtAnswerOf, isFactoryTyped } from "../../src/wire/envelope.ts";
 import { ToolContext, ToolExecutionKey, ToolRequest } from "../../mod.ts";
 import * as gen from "../_gen.ts";
 import { context as contextOf } from "../_helpers.ts";
@@ -426,4 +431,55 @@ Deno.test("an invoke request of built models reads back as those models, equal t
   assert(parts.context !== other && !(parts.context instanceof OtherContext));
   assert(parts.request !== request);
   assertEquals([parts.context.toolId, parts.request.arguments], ["t", { x: 1 }]);
+});
+
+Deno.test("a response built from a built answer keeps it, equal to what its payload decodes to", () => {
+  for (let seed = 1; seed <= 300; seed++) {
+    const g = makeGen(seed);
+    const context = gen.toolContext(g);
+    const options = { requestId: gen.idString(g), endpointInstanceId: gen.idString(g) };
+    const invoke = makeInvokeRequestEnvelope(new ToolRequest({ arguments: {} }), context, options);
+    const command = g.rng.pick(["cancel", "stop"] as const);
+    const cases: [ToolEnvelope, object, (payload: unknown) => unknown][] = [];
+    for (const answer of [gen.toolResult(g), new ToolAccepted({ details: gen.jsonObject(g) })]) {
+      cases.push([makeInvokeResponseEnvelope(answer, invoke), answer, invokeResponseFromPayload]);
+    }
+    const status = gen.executionStatus(g);
+    cases.push([
+      makeStatusResponseEnvelope(status, makeStatusRequestEnvelope(context, options)),
+      status,
+      statusResponseFromPayload,
+    ]);
+    const lookup = gen.resultResponse(g);
+    cases.push([
+      makeResultResponseEnvelope(lookup, makeResultRequestEnvelope(context, options)),
+      lookup,
+      resultResponseFromPayload,
+    ]);
+    const control = gen.controlResponse(g, command);
+    cases.push([
+      makeControlResponseEnvelope(control, makeControlRequestEnvelope(command, context, options)),
+      control,
+      controlResponseFromPayload,
+    ]);
+    const error = gen.toolError(g);
+    cases.push([makeErrorResponseEnvelope(error, invoke), error, errorFromPayload]);
+    for (const [envelope, model, decode] of cases) {
+      const label = `seed ${seed} ${envelope.messageType}`;
+      assertStrictEquals(builtAnswerOf(envelope), model, label);
+      assertEquals(decode(envelope.payload), model, label);
+      // The same message from bytes carries no model: its reader builds one.
+      assertStrictEquals(builtAnswerOf(decodeEnvelope(encodeEnvelope(envelope))), undefined);
+    }
+  }
+  // An answer no constructor of its built keeps nothing.
+  class OtherResult extends ToolResult {}
+  const invoke = makeInvokeRequestEnvelope(
+    new ToolRequest({ arguments: {} }),
+    new ToolContext(CONTEXT_INIT),
+    { requestId: "r", endpointInstanceId: undefined },
+  );
+  const response = makeInvokeResponseEnvelope(new OtherResult({ status: "succeeded" }), invoke);
+  assertStrictEquals(builtAnswerOf(response), undefined);
+  assertStrictEquals(builtAnswerOf(invoke), undefined);
 });
