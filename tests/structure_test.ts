@@ -813,7 +813,6 @@ const DORA_NODE_OVER_500: readonly string[] = [];
 const DORA_NODE_STAYS_WHOLE = [
   "dora/binding.ts",
   "dora/carrier.ts",
-  "dora/fast_ipc.ts",
   "dora/ipc.ts",
   "dora/runner.ts",
   "node/registration.ts",

@@ -18,9 +18,10 @@ const SLAB_BYTES = 65536;
 /** Streams larger than this get a buffer of their own. */
 const SLAB_MAX_BYTES = 4096;
 
-/** A buffer regions are carved from, and where the next region starts. */
+/** A buffer regions are carved from, a view of it, and where the next region starts. */
 export interface Slab {
   bytes: Uint8Array;
+  view: DataView;
   at: number;
 }
 
@@ -30,38 +31,62 @@ export interface Slab {
  * for each message kept.
  */
 export function newSlab(): Slab {
-  return { bytes: new Uint8Array(0), at: 0 };
+  const bytes = new Uint8Array(0);
+  return { bytes, view: new DataView(bytes.buffer), at: 0 };
 }
 
 /**
  * The encoder's buffer (module state, listed in tests/structure_test.ts: one allocator for the
  * process, as the encoder it serves is a function).
  */
-const slab: { bytes: Uint8Array; at: number } = newSlab();
+const slab: { bytes: Uint8Array; view: DataView; at: number } = newSlab();
 
-/** `size` zero bytes: a region of `from` (the encoder's buffer) when small enough. */
-export function outputBytes(size: number, from: Slab = slab): Uint8Array {
-  if (size > SLAB_MAX_BYTES) return new Uint8Array(size);
-  let bytes = from.bytes;
-  let at = from.at;
+/**
+ * The encoder's buffer and its view, read-only: {@linkcode reserveOutput} says where in it to
+ * write (a `DataView` and a `subarray` per stream cost 150–250 ns of an encode's 1.5 µs).
+ */
+export const outputSlab: Readonly<Slab> = slab;
+
+/** Makes sure `from` has `size` bytes free at `from.at` (a fresh buffer when it has not). */
+function makeRoom(size: number, from: Slab): void {
   // A detached buffer has byteLength 0, so it is replaced like a full one.
-  if (bytes.byteLength - at < size) {
-    bytes = from.bytes = new Uint8Array(SLAB_BYTES);
-    at = 0;
+  if (from.bytes.byteLength - from.at < size) {
+    from.bytes = new Uint8Array(SLAB_BYTES);
+    from.view = new DataView(from.bytes.buffer);
+    from.at = 0;
   }
-  from.at = at + ((size + 7) & ~7);
-  return bytes.subarray(at, at + size);
 }
 
 /**
- * The first `used` bytes of `out` (from {@linkcode outputBytes}); when `out` is the region carved
- * last, the rest of it (never written, still zero) goes back to the encoder's buffer.
+ * Where `size` zero bytes start in {@linkcode outputSlab}'s buffer, for the encoder to write in
+ * place, or -1 when `size` is too large for it (the caller takes a buffer of its own). Nothing
+ * is handed out until {@linkcode commitOutput} (or given up by {@linkcode skipOutput}); no other
+ * region is carved in between.
  */
-export function trimOutput(out: Uint8Array, used: number): Uint8Array {
-  if (out.buffer === slab.bytes.buffer && slab.at === ((out.byteOffset + out.length + 7) & ~7)) {
-    slab.at = (out.byteOffset + used + 7) & ~7;
-  }
-  return used === out.length ? out : out.subarray(0, used);
+export function reserveOutput(size: number): number {
+  if (size > SLAB_MAX_BYTES) return -1;
+  makeRoom(size, slab);
+  return slab.at;
+}
+
+/** Hands out the first `used` bytes of the region reserved at `at`; the rest stays free. */
+export function commitOutput(at: number, used: number): Uint8Array {
+  slab.at = (at + used + 7) & ~7;
+  return slab.bytes.subarray(at, at + used);
+}
+
+/** Gives up the region of `size` bytes reserved at `at` after writing in it: it is not reused. */
+export function skipOutput(at: number, size: number): void {
+  slab.at = (at + size + 7) & ~7;
+}
+
+/** `size` zero bytes: a region of `from` when small enough. */
+function outputBytes(size: number, from: Slab): Uint8Array {
+  if (size > SLAB_MAX_BYTES) return new Uint8Array(size);
+  makeRoom(size, from);
+  const at = from.at;
+  from.at = at + ((size + 7) & ~7);
+  return from.bytes.subarray(at, at + size);
 }
 
 /** A copy of `bytes` that shares nothing with them, carved from `from` when small enough. */

@@ -1,4 +1,3 @@
-// Stays whole: one writer; the constant metadata and the body writer share the offsets it patches (the reader is _fast_ipc_read.ts).
 /**
  * The fast ToolMessage IPC codec: a logical envelope straight to Arrow IPC stream bytes and back,
  * specialised for the carrier's fixed schema (ten columns, Utf8 and Int64, one row) so the hot
@@ -43,12 +42,11 @@ import {
   utf8Length,
 } from "../wire/codec.ts";
 import { ToolEnvelope } from "../wire/envelope.ts";
-import { outputBytes, trimOutput } from "./_output_slab.ts";
+import { commitOutput, outputSlab, reserveOutput, skipOutput } from "./_output_slab.ts";
 import { checkTypedEnvelope } from "../wire/validate.ts";
 import { CARRIER_COLUMN, envelopeFromRow } from "./_carrier_rules.ts";
 import { carrierDecodeLimits, checkedCarrierEnvelope } from "./_carrier_size.ts";
 import {
-  TOOL_MESSAGE_SCHEMA,
   type ToolEnvelopeToMessageOptions,
   toolMessageToEnvelope,
   type ToolMessageToEnvelopeOptions,
@@ -58,19 +56,10 @@ import {
   BUFFER_BYTES,
   CONTINUATION_MARKER,
   END_OF_STREAM_BYTES,
-  Endianness,
   FIELD_NODE_BYTES,
-  FieldSlot,
-  IntSlot,
-  MESSAGE_PREFIX_BYTES,
-  MessageHeader,
-  MessageSlot,
-  MetadataVersion,
-  RecordBatchSlot,
-  SchemaSlot,
-  Type,
 } from "./_arrow_format.ts";
-import { BUFFERS, COLUMNS, decodeCarrierIpc, firstBuffer, SEQUENCE } from "./_fast_ipc_read.ts";
+import { decodeCarrierIpc, firstBuffer, SEQUENCE } from "./_fast_ipc_read.ts";
+import { BODY_AT, BODY_LENGTH_AT, BUFFERS_AT, HEAD, NODES_AT } from "./_ipc_head.ts";
 
 /** Options of {@linkcode encodeToolEnvelopeIpc}: those of {@linkcode toolEnvelopeToMessage}. */
 export type EncodeToolEnvelopeIpcOptions = ToolEnvelopeToMessageOptions;
@@ -87,209 +76,6 @@ const encoder = new TextEncoder();
 function align8(n: number): number {
   return (n + 7) & ~7;
 }
-
-// ---------------------------------------------------------------------------------------------
-// The constant metadata, built once by a small forward flatbuffer writer: every table is written
-// after its vtable and before its children, so each reference points forward, and every scalar,
-// vector and struct is aligned to its size.
-
-type FbScalar = { readonly size: 1 | 2 | 4 | 8; readonly value: number; readonly mark?: string };
-type FbRef = { readonly ref: FbNode };
-type FbField = FbScalar | FbRef | undefined;
-type FbNode =
-  | { readonly table: readonly FbField[] }
-  | { readonly string: string }
-  | { readonly tables: readonly FbNode[] }
-  | { readonly structs: number; readonly size: number; readonly mark: string };
-
-/** A table's fields by name, placed at their slots (`slots`); the slots between stay absent. */
-function slotted<K extends string>(
-  slots: Readonly<Record<K, number>>,
-  fields: Partial<Record<K, FbField>>,
-): FbField[] {
-  const present = (Object.keys(fields) as K[]).map((name) => slots[name]);
-  const out: FbField[] = Array.from({ length: Math.max(-1, ...present) + 1 }, () => undefined);
-  for (const name of Object.keys(fields) as K[]) out[slots[name]] = fields[name];
-  return out;
-}
-
-class ForwardFlatBufferWriter {
-  readonly marks = new Map<string, number>();
-  #bytes = new Uint8Array(4096);
-  #view = new DataView(this.#bytes.buffer);
-  #pos = 0;
-
-  /** Writes `root` as a flatbuffer; the result is zero-padded to a multiple of 8. */
-  finish(root: FbNode): Uint8Array {
-    this.#pos = 4;
-    this.#view.setUint32(0, this.#node(root), true);
-    this.#pos = align8(this.#pos);
-    return this.#bytes.slice(0, this.#pos);
-  }
-
-  #node(node: FbNode): number {
-    if ("table" in node) return this.#table(node.table);
-    if ("string" in node) {
-      this.#pos = (this.#pos + 3) & ~3;
-      const start = this.#pos;
-      const bytes = encoder.encode(node.string);
-      this.#view.setUint32(start, bytes.length, true);
-      this.#bytes.set(bytes, start + 4);
-      this.#pos = start + 4 + bytes.length + 1; // NUL-terminated
-      return start;
-    }
-    if ("tables" in node) {
-      this.#pos = (this.#pos + 3) & ~3;
-      const start = this.#pos;
-      this.#view.setUint32(start, node.tables.length, true);
-      this.#pos = start + 4 + 4 * node.tables.length;
-      node.tables.forEach((item, i) => {
-        const slot = start + 4 + 4 * i;
-        this.#view.setUint32(slot, this.#node(item) - slot, true);
-      });
-      return start;
-    }
-    // A vector of structs: the elements are 8-byte aligned.
-    while (this.#pos % 8 !== 4) this.#pos++;
-    const start = this.#pos;
-    this.#view.setUint32(start, node.structs, true);
-    this.marks.set(node.mark, start + 4);
-    this.#pos = start + 4 + node.structs * node.size;
-    return start;
-  }
-
-  #table(fields: readonly FbField[]): number {
-    this.#pos = (this.#pos + 3) & ~3;
-    const vtable = this.#pos;
-    const vtableSize = 4 + 2 * fields.length;
-    this.#pos += (vtableSize + 3) & ~3;
-    // Inline fields, widest first, so each is aligned once the table start is.
-    const sizeOf = (field: FbField) => field === undefined ? 0 : "ref" in field ? 4 : field.size;
-    const order = fields.map((_, i) => i).filter((i) => fields[i] !== undefined)
-      .sort((a, b) => sizeOf(fields[b]) - sizeOf(fields[a]) || a - b);
-    const wide = order.some((i) => sizeOf(fields[i]) === 8);
-    while (this.#pos % (wide ? 8 : 4) !== (wide ? 4 : 0)) this.#pos++;
-    const table = this.#pos;
-    this.#view.setInt32(table, table - vtable, true);
-    let at = table + 4;
-    const positions: number[] = [];
-    for (const i of order) {
-      const size = sizeOf(fields[i]);
-      while (at % size !== 0) at++;
-      positions[i] = at;
-      at += size;
-    }
-    const tableSize = ((at - table) + 3) & ~3;
-    this.#pos = table + tableSize;
-    this.#view.setUint16(vtable, vtableSize, true);
-    this.#view.setUint16(vtable + 2, tableSize, true);
-    fields.forEach((_, i) => {
-      this.#view.setUint16(
-        vtable + 4 + 2 * i,
-        positions[i] === undefined ? 0 : positions[i] - table,
-        true,
-      );
-    });
-    for (const i of order) {
-      const field = fields[i]!;
-      const at = positions[i];
-      if ("ref" in field) continue;
-      if (field.mark !== undefined) this.marks.set(field.mark, at);
-      if (field.size === 1) this.#view.setUint8(at, field.value);
-      else if (field.size === 2) this.#view.setInt16(at, field.value, true);
-      else if (field.size === 4) this.#view.setInt32(at, field.value, true);
-      else this.#view.setBigInt64(at, BigInt(field.value), true);
-    }
-    for (const i of order) {
-      const field = fields[i]!;
-      if (!("ref" in field)) continue;
-      const at = positions[i];
-      this.#view.setUint32(at, this.#node(field.ref) - at, true);
-    }
-    return table;
-  }
-}
-
-/** A message: continuation marker, metadata length, the metadata (a multiple of 8). */
-function framed(metadata: Uint8Array): Uint8Array {
-  const out = new Uint8Array(MESSAGE_PREFIX_BYTES + metadata.length);
-  const view = new DataView(out.buffer);
-  view.setInt32(0, CONTINUATION_MARKER, true);
-  view.setInt32(4, metadata.length, true);
-  out.set(metadata, MESSAGE_PREFIX_BYTES);
-  return out;
-}
-
-function schemaMessage(): Uint8Array {
-  const int64: FbNode = {
-    table: slotted(IntSlot, { bitWidth: { size: 4, value: 64 }, isSigned: { size: 1, value: 1 } }),
-  };
-  const fields = TOOL_MESSAGE_SCHEMA.fields.map((field, i): FbNode => ({
-    table: slotted(FieldSlot, {
-      name: { ref: { string: field.name } },
-      nullable: { size: 1, value: field.nullable ? 1 : 0 },
-      typeType: { size: 1, value: i === SEQUENCE ? Type.Int : Type.Utf8 },
-      type: { ref: i === SEQUENCE ? int64 : { table: [] } },
-      children: { ref: { tables: [] } },
-    }),
-  }));
-  const schema: FbNode = {
-    table: slotted(SchemaSlot, {
-      endianness: { size: 2, value: Endianness.Little },
-      fields: { ref: { tables: fields } },
-    }),
-  };
-  const message: FbNode = {
-    table: slotted(MessageSlot, {
-      version: { size: 2, value: MetadataVersion.V5 },
-      headerType: { size: 1, value: MessageHeader.Schema },
-      header: { ref: schema },
-      bodyLength: { size: 8, value: 0 },
-    }),
-  };
-  return framed(new ForwardFlatBufferWriter().finish(message));
-}
-
-function batchMessage(): { bytes: Uint8Array; bodyLength: number; nodes: number; buffers: number } {
-  const writer = new ForwardFlatBufferWriter();
-  const metadata = writer.finish({
-    table: slotted(MessageSlot, {
-      version: { size: 2, value: MetadataVersion.V5 },
-      headerType: { size: 1, value: MessageHeader.RecordBatch },
-      header: {
-        ref: {
-          table: slotted(RecordBatchSlot, {
-            length: { size: 8, value: 1 },
-            nodes: { ref: { structs: COLUMNS, size: FIELD_NODE_BYTES, mark: "nodes" } },
-            buffers: { ref: { structs: BUFFERS, size: BUFFER_BYTES, mark: "buffers" } },
-          }),
-        },
-      },
-      bodyLength: { size: 8, value: 0, mark: "bodyLength" },
-    }),
-  });
-  const nodes = writer.marks.get("nodes")!;
-  const view = new DataView(metadata.buffer);
-  // Every field node's length is the one row (its null count is written per message).
-  for (let i = 0; i < COLUMNS; i++) view.setBigInt64(nodes + FIELD_NODE_BYTES * i, 1n, true);
-  return {
-    bytes: framed(metadata),
-    bodyLength: MESSAGE_PREFIX_BYTES + writer.marks.get("bodyLength")!,
-    nodes: MESSAGE_PREFIX_BYTES + nodes,
-    buffers: MESSAGE_PREFIX_BYTES + writer.marks.get("buffers")!,
-  };
-}
-
-const SCHEMA_MESSAGE = schemaMessage();
-const BATCH_MESSAGE = batchMessage();
-/** The schema message and the record batch metadata template: the head of every stream. */
-const HEAD = new Uint8Array(SCHEMA_MESSAGE.length + BATCH_MESSAGE.bytes.length);
-HEAD.set(SCHEMA_MESSAGE, 0);
-HEAD.set(BATCH_MESSAGE.bytes, SCHEMA_MESSAGE.length);
-const BODY_LENGTH_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.bodyLength;
-const NODES_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.nodes;
-const BUFFERS_AT = SCHEMA_MESSAGE.length + BATCH_MESSAGE.buffers;
-const BODY_AT = HEAD.length;
 
 // ---------------------------------------------------------------------------------------------
 // Envelope -> IPC bytes
@@ -394,15 +180,24 @@ export function encodeToolEnvelopeIpc(
   // Room for the payload: one byte per unit and some; a wider payload is measured and rewritten.
   let room = units + (units >>> 3) + 64;
   for (;;) {
-    const out = outputBytes(BODY_AT + headerRoom + 16 + 8 + align8(room) + END_OF_STREAM_BYTES);
-    const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-    out.set(HEAD, 0);
+    const size = BODY_AT + headerRoom + 16 + 8 + align8(room) + END_OF_STREAM_BYTES;
+    // A small stream is written in place in the encoder's buffer (its one view beside it), a
+    // large one in a buffer of its own; `base` is where the stream starts.
+    let base = reserveOutput(size);
+    const own = base < 0;
+    const out = own ? new Uint8Array(size) : outputSlab.bytes;
+    const view = own ? new DataView(out.buffer) : outputSlab.view;
+    if (own) base = 0;
+    out.set(HEAD, base);
+    const body = base + BODY_AT;
+    const nodes = base + NODES_AT;
+    const buffers = base + BUFFERS_AT;
     let offset = 0;
     for (let column = 0; column < values.length; column++) {
-      const entry = BUFFERS_AT + BUFFER_BYTES * firstBuffer(column);
+      const entry = buffers + BUFFER_BYTES * firstBuffer(column);
       const value = values[column];
       if (value === undefined) {
-        setInt64(view, NODES_AT + FIELD_NODE_BYTES * column + 8, 1);
+        setInt64(view, nodes + FIELD_NODE_BYTES * column + 8, 1);
         // validity: one zero byte; offsets: [0, 0]; data: empty.
         setInt64(view, entry, offset);
         setInt64(view, entry + 8, 1);
@@ -411,8 +206,8 @@ export function encodeToolEnvelopeIpc(
         setInt64(view, entry + 32, offset + 16);
         offset += 16;
       } else {
-        const length = writeText(out, BODY_AT + offset + 8, value);
-        view.setInt32(BODY_AT + offset + 4, length, true);
+        const length = writeText(out, body + offset + 8, value);
+        view.setInt32(body + offset + 4, length, true);
         setInt64(view, entry, offset);
         setInt64(view, entry + 16, offset);
         setInt64(view, entry + 24, 8);
@@ -421,36 +216,40 @@ export function encodeToolEnvelopeIpc(
         offset += 8 + align8(length);
       }
     }
-    const sequence = BUFFERS_AT + BUFFER_BYTES * firstBuffer(SEQUENCE);
+    const sequence = buffers + BUFFER_BYTES * firstBuffer(SEQUENCE);
     setInt64(view, sequence, offset);
     if (envelope.sequence === undefined) {
-      setInt64(view, NODES_AT + FIELD_NODE_BYTES * SEQUENCE + 8, 1);
+      setInt64(view, nodes + FIELD_NODE_BYTES * SEQUENCE + 8, 1);
       setInt64(view, sequence + 8, 1);
       offset += 8;
     } else {
-      setInt64(view, BODY_AT + offset, envelope.sequence);
+      setInt64(view, body + offset, envelope.sequence);
     }
     setInt64(view, sequence + 16, offset);
     setInt64(view, sequence + 24, 8);
     offset += 8;
     // payload_json: no validity bytes, offsets [0, n], then the payload's UTF-8 written in place.
-    const payloadJson = BUFFERS_AT + BUFFER_BYTES * firstBuffer(CARRIER_COLUMN.payload_json);
-    const at = BODY_AT + offset + 8;
+    const payloadJson = buffers + BUFFER_BYTES * firstBuffer(CARRIER_COLUMN.payload_json);
+    const at = body + offset + 8;
     const { read, written } = encoder.encodeInto(payload, out.subarray(at, at + room));
     if (read < units) {
+      // The region was written: it is never handed out, and the next one starts past it.
+      if (!own) skipOutput(base, size);
       room = written + utf8Length(payload.slice(read));
       continue;
     }
-    view.setInt32(BODY_AT + offset + 4, written, true);
+    view.setInt32(body + offset + 4, written, true);
     setInt64(view, payloadJson, offset);
     setInt64(view, payloadJson + 16, offset);
     setInt64(view, payloadJson + 24, 8);
     setInt64(view, payloadJson + 32, offset + 8);
     setInt64(view, payloadJson + 40, written);
     offset += 8 + align8(written);
-    setInt64(view, BODY_LENGTH_AT, offset);
-    view.setInt32(BODY_AT + offset, CONTINUATION_MARKER, true);
-    return trimOutput(out, BODY_AT + offset + END_OF_STREAM_BYTES);
+    setInt64(view, base + BODY_LENGTH_AT, offset);
+    view.setInt32(body + offset, CONTINUATION_MARKER, true);
+    const used = BODY_AT + offset + END_OF_STREAM_BYTES;
+    if (!own) return commitOutput(base, used);
+    return used === size ? out : out.subarray(0, used);
   }
 }
 

@@ -6,6 +6,7 @@ import { ToolRequest } from "../../mod.ts";
 import { context as helperContext } from "../_helpers.ts";
 import { makeInvokeRequestEnvelope, type ToolEnvelope } from "../../wire.ts";
 import { decodeToolEnvelopeIpc, encodeToolEnvelopeIpc } from "../../dora.ts";
+import { checkToolMessageStream } from "../../src/dora/ipc.ts";
 
 const context = helperContext();
 
@@ -51,4 +52,32 @@ Deno.test("a transferred (detached) output buffer is replaced; a large stream ha
     (decodeToolEnvelopeIpc(large).payload.arguments as { filler: string }).filler,
     "x".repeat(8000),
   );
+});
+
+Deno.test("streams written in place keep every byte outside their buffers zero, retried ones too", () => {
+  // The encoder writes each small stream in place in its buffer and hands out the bytes it used;
+  // a payload wider than its first guess is written again past the region it gave up. Whatever
+  // the buffer held before, every padding byte of the body must be zero.
+  for (let i = 0; i < 300; i++) {
+    const filler = i % 3 === 0
+      ? "é".repeat(i)
+      : i % 3 === 1
+      ? "x".repeat(i * 7)
+      : "\u{1f916}".repeat(i);
+    const bytes = encodeToolEnvelopeIpc(invoke(`pad-${i}`, filler));
+    const layout = checkToolMessageStream(bytes, bytes.length);
+    const covered = new Uint8Array(layout.bodyLength);
+    for (let b = 0; b < layout.buffers.length; b += 2) {
+      covered.fill(1, layout.buffers[b], layout.buffers[b] + layout.buffers[b + 1]);
+    }
+    for (let at = 0; at < layout.bodyLength; at++) {
+      if (covered[at] === 0 && bytes[layout.bodyStart + at] !== 0) {
+        throw new Error(`stream ${i}: body byte ${at} is ${bytes[layout.bodyStart + at]}, not 0`);
+      }
+    }
+    assertEquals(
+      (decodeToolEnvelopeIpc(bytes).payload.arguments as { filler: string }).filler,
+      filler,
+    );
+  }
 });
