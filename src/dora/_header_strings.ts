@@ -82,7 +82,9 @@ const SPAN_BYTES = 256;
  * (a 36-byte id each: 300 against 520 ns). `undefined` when that does not apply: fewer than two
  * values, values in different buffers or spread over more than {@linkcode SPAN_BYTES}, or a byte of
  * the stretch that is not ASCII (one between the values too, as it would shift the indices). The
- * caller then reads each value on its own, with its rules and errors.
+ * caller then reads each value on its own, with its rules and errors. The strings share the
+ * decoded stretch (at most 256 bytes), which stays alive while any of them does: a retained
+ * execution record keeps that much, not more.
  */
 export function identifierTexts(
   first: ByteRange | undefined,
