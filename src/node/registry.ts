@@ -313,11 +313,7 @@ export class EndpointRegistry {
       }
     }
     // After the walk (a listener above may have registered): the earliest deadline left.
-    let earliest = Infinity;
-    for (const record of this.#records.values()) {
-      if (record.leaseDeadlineMs < earliest) earliest = record.leaseDeadlineMs;
-    }
-    this.#earliestDeadlineMs = earliest;
+    this.#earliestDeadlineMs = this.nextLeaseDeadlineMs() ?? Infinity;
     return expired.length === 0 ? NONE_EXPIRED : Object.freeze(expired);
   }
 

@@ -1,8 +1,9 @@
 /**
- * @internal The response payloads of models their own constructors built, as canonical values:
- * each function returns exactly the payload the matching `*ToPayload` adapter returns once the
- * envelope has copied it (same members, keys inserted in code point order, the same canonical
- * facts on the root), or `undefined` when a model is not marked (`isBuiltModel`) or one of its
+ * @internal The response payloads, and the invoke request payload, of models their own
+ * constructors built, as canonical values: each function returns exactly the payload the matching
+ * `*ToPayload` adapter returns once the envelope has copied it (same members, keys inserted in
+ * code point order, the same canonical facts on the root), or `undefined` when a model is not
+ * marked (`isBuiltModel`, `isBuiltRequestModel`) or one of its
  * JSON fields is not a canonical value within the depth bound; the factories then take today's
  * path (copy and typed validation). A marked model passed its constructor's checks, which are the
  * typed validation's (the validators rebuild the same models), and its JSON fields are canonical,
