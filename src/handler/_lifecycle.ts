@@ -261,8 +261,7 @@ export class ExecutionLifecycle {
     const record = this.#ledger.get(key.id);
     if (
       record === undefined || record.operation !== operation || !record.invoked ||
-      record.admittedBy !== requestId || !(record.outcome instanceof ToolAccepted) ||
-      record.emitter === undefined
+      record.admittedBy !== requestId || !(record.outcome instanceof ToolAccepted)
     ) return false;
     record.abort?.abort(
       new DOMException("the invoke response could not be published", "AbortError"),
@@ -316,7 +315,8 @@ export class ExecutionLifecycle {
       }
     }
     try {
-      await record.emitter!.converge(event);
+      // A terminal record whose progression ended no longer holds its emitter: nothing to end.
+      await record.emitter?.converge(event);
     } catch {
       // Reported as event.sink_failed by the emitter; close() only bounds the wait.
     }

@@ -161,14 +161,19 @@ Deno.test("close() on many running executions: each ends with exactly one termin
   assertEquals(handler.state.activeInvocations, 0);
 });
 
-Deno.test("abandonInvoke(): the undelivered acceptance's execution is aborted and converges to unknown, silently", async () => {
+/** A robot handler with one accepted `move` execution ("inv-1"), its invoke and its exchange. */
+async function acceptedMove() {
   const move = new LongRunning("action", "ignore");
-  const serve = new LongRunning("session", "ignore");
-  const handler = robotHandler(move, serve);
+  const handler = robotHandler(move, new LongRunning("session", "ignore"));
   const { events, sink } = recorder();
   const exchange = requests("move", "inv-1");
   const invoke = exchange.invoke();
   await handler.dispatch(invoke, { eventSink: sink });
+  return { move, handler, events, sink, exchange, invoke };
+}
+
+Deno.test("abandonInvoke(): the undelivered acceptance's execution is aborted and converges to unknown, silently", async () => {
+  const { move, handler, events, sink, exchange, invoke } = await acceptedMove();
   const execution = [...move.executions.values()][0];
   assertEquals(handler.state.permitsInUse.move, 1);
 
@@ -199,6 +204,27 @@ Deno.test("abandonInvoke(): the undelivered acceptance's execution is aborted an
   const [result] = await handler.dispatch(exchange.result());
   assertEquals(resultResponseFromPayload(result.payload).result?.status, "unknown");
   // Nothing is left for close() to wait for or to publish.
+  await handler.close({ graceMs: 10_000 });
+  assertEquals(events, []);
+});
+
+Deno.test("abandonInvoke(): an acceptance whose execution already ended replays its terminal result", async () => {
+  const { move, handler, events, sink, exchange, invoke } = await acceptedMove();
+  // The provider ends the execution; a status read establishes the terminal state, and the
+  // handler lets go of the execution's emitter, whose progression ended with it.
+  const key = new ToolExecutionKey({ invocationId: "inv-1", attemptId: "attempt-1" });
+  move.results.set(key.id, new ToolResult({ status: "cancelled" }));
+  const [status] = await handler.dispatch(exchange.status());
+  assertEquals(statusResponseFromPayload(status.payload).phase, "cancelled");
+  assertEquals(handler.state.permitsInUse.move, 0);
+
+  // The acceptance was never delivered: its retry gets the terminal result, not the acceptance.
+  assertEquals(handler.abandonInvoke(invoke), true);
+  assertEquals(handler.abandonInvoke(invoke), false); // once
+  const [duplicate] = await handler.dispatch(exchange.invoke("invoke-again"), { eventSink: sink });
+  const outcome = invokeResponseFromPayload(duplicate.payload);
+  assertInstanceOf(outcome, ToolResult);
+  assertEquals(outcome.status, "cancelled");
   await handler.close({ graceMs: 10_000 });
   assertEquals(events, []);
 });

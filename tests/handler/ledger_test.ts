@@ -54,6 +54,34 @@ Deno.test("ledger: an admitted execution is starting, holds a permit, and accept
   assertEquals(notices(), 2);
 });
 
+Deno.test("ledger: a terminal state lets go of an emitter whose progression ended, not of one still publishing", () => {
+  const { ledger: book } = ledger();
+  // Stand-ins with the two members recordTerminal uses: closing ends progression unless a
+  // terminal event is still being published.
+  const emitter = (publishing: boolean) => {
+    const state = { closed: 0, isFinished: false, closeTerminal: () => {} };
+    state.closeTerminal = () => {
+      state.closed++;
+      state.isFinished = !publishing;
+    };
+    return state;
+  };
+  const ended = admitted(book, "a");
+  const quiet = emitter(false);
+  ended.emitter = quiet as unknown as ExecutionRecord["emitter"];
+  book.settle(ended, new ToolAccepted(), "accepted");
+  book.recordTerminal(ended.key, "move", COMPLETED, DONE, true);
+  assertEquals([quiet.closed, ended.emitter, ended.phase], [1, undefined, "terminal"]);
+
+  const busy = admitted(book, "b");
+  const publishing = emitter(true);
+  busy.emitter = publishing as unknown as ExecutionRecord["emitter"];
+  book.settle(busy, new ToolAccepted(), "accepted");
+  book.recordTerminal(busy.key, "move", COMPLETED, DONE, true);
+  assertEquals(publishing.closed, 1);
+  assertStrictEquals(busy.emitter, publishing as unknown as ExecutionRecord["emitter"]);
+});
+
 Deno.test("ledger: a terminal state reported while starting waits for the start to settle", () => {
   const { ledger: book } = ledger();
   const record = admitted(book, "a");
