@@ -258,7 +258,7 @@ export class ExecutionLifecycle {
    * `ToolEndpointHandler.abandonInvoke`); false, changing nothing, for any other record.
    */
   abandon(key: ToolExecutionKey, operation: string, requestId: string | undefined): boolean {
-    const record = this.#ledger.get(key.id);
+    const record = this.#ledger.get(key);
     if (
       record === undefined || record.operation !== operation || !record.invoked ||
       record.admittedBy !== requestId || !(record.outcome instanceof ToolAccepted)
@@ -362,7 +362,7 @@ export class ExecutionLifecycle {
         ? { phase, error: result.error! }
         : { phase } as ConstructorParameters<typeof ToolExecutionStatus>[0],
     );
-    if (this.#ledger.get(record.keyId) === undefined) {
+    if (this.#ledger.get(record.key) === undefined) {
       throw new Error("Tool event has no execution record");
     }
     this.#ledger.recordTerminal(record.key, record.operation, status, result, false);
@@ -376,7 +376,7 @@ export class ExecutionLifecycle {
     key: ToolExecutionKey,
     operation: ToolOperationDescriptor,
   ): Promise<ToolExecutionStatus> {
-    const cached = this.#ledger.get(key.id)?.status;
+    const cached = this.#ledger.get(key)?.status;
     if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
     const status = executionStatus(await this.#askStatus(key, operation.name));
     if (isTerminalPhase(status.phase)) {
@@ -396,7 +396,7 @@ export class ExecutionLifecycle {
     key: ToolExecutionKey,
     operation: ToolOperationDescriptor,
   ): Promise<ToolResultResponse> {
-    const retained = this.#ledger.get(key.id)?.result;
+    const retained = this.#ledger.get(key)?.result;
     if (retained !== undefined) {
       return new ToolResultResponse({ status: "available", result: retained });
     }
@@ -444,7 +444,7 @@ export class ExecutionLifecycle {
       );
     }
     if (control.status === "accepted") {
-      const record = this.#ledger.get(key.id);
+      const record = this.#ledger.get(key);
       record?.abort?.abort(CONTROL_ACCEPTED[command]);
     }
     return control;

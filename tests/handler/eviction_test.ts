@@ -75,7 +75,7 @@ Deno.test("ledger eviction: the victim is the least recently used evictable reco
   ledger.find(key("b"), "move"); // b used again: d is now older than b
   finished(ledger, "e"); // evicts a
   assertEquals(
-    [...ledger.records()].map((record) => record.keyId),
+    [...ledger.records()].map((record) => record.key.id),
     ["c", "d", "b", "e"].map(
       (id) => key(id).id,
     ),
@@ -83,7 +83,7 @@ Deno.test("ledger eviction: the victim is the least recently used evictable reco
   finished(ledger, "f"); // c runs: evicts d
   finished(ledger, "g"); // evicts b
   assertEquals(
-    [...ledger.records()].map((record) => record.keyId),
+    [...ledger.records()].map((record) => record.key.id),
     ["c", "e", "f", "g"].map(
       (id) => key(id).id,
     ),
@@ -102,7 +102,7 @@ Deno.test("ledger eviction: a full ledger of running records refuses, and admits
   assertEquals(b.phase, "terminal");
   running(ledger, "d");
   assertEquals(
-    [...ledger.records()].map((record) => record.keyId),
+    [...ledger.records()].map((record) => record.key.id),
     ["a", "c", "d"].map(
       (id) => key(id).id,
     ),
@@ -118,7 +118,7 @@ Deno.test("ledger eviction: 10,000 uses of finished records leave making room a 
   // Each use moved its record to the newest end of the eviction list: the oldest end is k-0,
   // found at once, not after 10,000 entries.
   assertEquals(ledger.examined - before, 1);
-  assertEquals(ledger.get(key("k-0").id), undefined);
+  assertEquals(ledger.get(key("k-0")), undefined);
   assertEquals(ledger.size, 8);
 });
 
@@ -191,7 +191,7 @@ Deno.test("ledger eviction: random admissions, uses and endings evict what a rec
             runningKeys.delete(id);
           }
           assertEquals(
-            [...ledger.records()].map((record) => record.keyId),
+            [...ledger.records()].map((record) => record.key.id),
             order.map((id) => key(id).id),
           );
         }

@@ -104,7 +104,7 @@ Deno.test("ledger: a rejection stays the outcome when a terminal state is observ
 Deno.test("ledger: an observation is observed, and terminal with its result as the outcome", () => {
   const { ledger: book } = ledger();
   book.recordStatus(key("a"), "move", RUNNING);
-  const record = book.get(key("a").id)!;
+  const record = book.get(key("a"))!;
   assertEquals([record.phase, record.invoked, record.outcome], ["observed", false, undefined]);
   book.recordTerminal(key("a"), "move", COMPLETED, DONE, false);
   assertEquals(record.phase, "terminal");
@@ -146,7 +146,7 @@ Deno.test("ledger: admission refuses at max_concurrency and when only starting r
   book.releasePermit(first);
   book.settle(first, new ToolError({ code: "NO", message: "no" }), "rejected");
   admitted(book, "c");
-  assertEquals([book.size, book.get(key("a").id)], [2, undefined]);
+  assertEquals([book.size, book.get(key("a"))], [2, undefined]);
 });
 
 Deno.test("ledger: a key bound to another operation is an execution conflict", () => {
@@ -154,4 +154,40 @@ Deno.test("ledger: a key bound to another operation is an execution conflict", (
   book.admit(key("a"), "move", 4, "request-a");
   const error = assertThrows(() => book.find(key("a"), "grip"), ToolProtocolError);
   assertEquals(error.code, "FORGE_PROTOCOL_EXECUTION_CONFLICT");
+});
+
+Deno.test("ledger: attempts of one invocation are records of their own, each found, counted and evicted alone", () => {
+  const book = new ExecutionLedger(["move"], 3, () => {});
+  const attempt = (attemptId: string) => new ToolExecutionKey({ invocationId: "a", attemptId });
+  const admit = (attemptId: string) => {
+    const record = book.admit(attempt(attemptId), "move", 8, `request-${attemptId}`);
+    if (record instanceof ToolError) throw new Error(record.message);
+    book.releasePermit(record);
+    book.settle(record, new ToolAccepted(), "accepted");
+    return record;
+  };
+  const [first, second, third] = [admit("1"), admit("2"), admit("3")];
+  assertEquals(book.size, 3);
+  // Fresh keys with the same strings find each record; an attempt never admitted finds none.
+  assertStrictEquals(book.get(attempt("1")), first);
+  assertStrictEquals(book.get(attempt("2")), second);
+  assertStrictEquals(book.find(attempt("3"), "move"), third);
+  assertEquals(book.get(attempt("4")), undefined);
+  assertEquals(book.get(key("b")), undefined);
+  // The fourth attempt evicts the least recently used one only.
+  const fourth = admit("4");
+  assertEquals(
+    [book.size, book.get(attempt("1")), [...book.records()].map((r) => r.key.attemptId)],
+    [3, undefined, ["2", "3", "4"]],
+  );
+  assertStrictEquals(book.get(attempt("4")), fourth);
+  // Down to one attempt and then to none: another invocation's record takes the room.
+  for (const invocationId of ["b", "c", "d"]) admitted(book, invocationId);
+  assertEquals([book.size, book.get(attempt("2")), book.get(attempt("3"))], [
+    3,
+    undefined,
+    undefined,
+  ]);
+  assertEquals(book.get(attempt("4")), undefined);
+  assertEquals([...book.records()].map((r) => r.key.invocationId), ["b", "c", "d"]);
 });
