@@ -20,6 +20,7 @@ import type { Resolvers } from "../_internal/async.ts";
 import type { ExecutionEmitter } from "./_emitter.ts";
 import type { DeadlineTimer } from "./_abort.ts";
 import { OperationMeter } from "./_metrics.ts";
+import { ExecutionKeyMap } from "../_internal/execution_map.ts";
 import { type EvictionLinks, EvictionQueue, NOT_QUEUED } from "./_eviction.ts";
 import { endInvocationSpan, type ToolSpan } from "../endpoint/trace.ts";
 
@@ -100,17 +101,8 @@ export function atCapacity(operation: string): ToolError {
 
 /** Records bounded by `maxRetained`, with the admission permits of every Action/Session operation. */
 export class ExecutionLedger {
-  /**
-   * The retained records by invocation id: the record itself, or a `Map` by attempt id once a
-   * second attempt of the invocation is retained. Keyed by the key's own strings, not its
-   * `pairKey` id: a lookup by a request's fresh key then hashes the invocation id its envelope
-   * holds (already hashed when the same strings come again) instead of concatenating, flattening
-   * and hashing a new id string per request (a status dispatch 1.5 µs, of which the id's lookup
-   * was a sixth in its profile).
-   */
-  readonly #records = new Map<string, ExecutionRecord | Map<string, ExecutionRecord>>();
-  /** Records retained (the `Map` above counts invocations). */
-  #size = 0;
+  /** The retained records (see ExecutionKeyMap: looked up by a request's fresh key, no id built). */
+  readonly #records = new ExecutionKeyMap<ExecutionRecord>();
   readonly #permits = new Map<string, number>();
   readonly #meters = new Map<string, OperationMeter>();
   readonly #maxRetained: number;
@@ -140,7 +132,7 @@ export class ExecutionLedger {
 
   /** Records retained. */
   get size(): number {
-    return this.#size;
+    return this.#records.size;
   }
 
   /**
@@ -179,46 +171,13 @@ export class ExecutionLedger {
    * record in the `Map` on every status, result or control request.
    */
   records(): IterableIterator<ExecutionRecord> {
-    const records: ExecutionRecord[] = [];
-    for (const entry of this.#records.values()) {
-      if (entry instanceof Map) records.push(...entry.values());
-      else records.push(entry);
-    }
+    const records = [...this.#records.values()];
     return records.sort((a, b) => a.used - b.used).values();
   }
 
   /** The record of `key`, if retained (its recency unchanged). */
   get(key: ToolExecutionKey): ExecutionRecord | undefined {
-    const entry = this.#records.get(key.invocationId);
-    if (entry === undefined) return undefined;
-    if (entry instanceof Map) return entry.get(key.attemptId);
-    return entry.key.attemptId === key.attemptId ? entry : undefined;
-  }
-
-  /** Retains `record` (no record of its key is retained). */
-  #insert(record: ExecutionRecord): void {
-    const { invocationId, attemptId } = record.key;
-    const entry = this.#records.get(invocationId);
-    if (entry === undefined) this.#records.set(invocationId, record);
-    else if (entry instanceof Map) entry.set(attemptId, record);
-    else {
-      this.#records.set(
-        invocationId,
-        new Map([[entry.key.attemptId, entry], [attemptId, record]]),
-      );
-    }
-    this.#size++;
-  }
-
-  /** Forgets the retained `record`. */
-  #remove(record: ExecutionRecord): void {
-    const { invocationId, attemptId } = record.key;
-    const entry = this.#records.get(invocationId);
-    if (entry instanceof Map) {
-      entry.delete(attemptId);
-      if (entry.size === 0) this.#records.delete(invocationId);
-    } else this.#records.delete(invocationId);
-    this.#size--;
+    return this.#records.get(key);
   }
 
   /**
@@ -298,7 +257,7 @@ export class ExecutionLedger {
       evictable: false,
     };
     meter.admitted++;
-    this.#insert(record);
+    this.#records.set(record);
     this.#use(record);
     this.#permits.set(operation, inUse + 1);
     this.#permitsChanged();
@@ -404,11 +363,11 @@ export class ExecutionLedger {
 
   /** Evicts least-recently-used evictable records until one more fits; false when none can go. */
   #makeRoom(): boolean {
-    while (this.#size >= this.#maxRetained) {
+    while (this.#records.size >= this.#maxRetained) {
       // The first evictable record in recency order, without walking past the running ones.
       const victim = this.#evictionOrder.takeOldest();
       if (victim === undefined) return false;
-      this.#remove(victim);
+      this.#records.delete(victim.key);
       this.unlink(victim);
     }
     return true;
@@ -447,7 +406,7 @@ export class ExecutionLedger {
       newer: undefined,
       evictable: true,
     };
-    this.#insert(record);
+    this.#records.set(record);
     this.#use(record);
     this.#evictionOrder.add(record, true);
     return record;

@@ -10,6 +10,7 @@ import type {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
+import { ExecutionKeyMap } from "../_internal/execution_map.ts";
 import { OrderedMap } from "../_internal/ordered_map.ts";
 
 /** One execution a definition started. */
@@ -28,15 +29,16 @@ export interface Execution {
 }
 
 /**
- * Executions by execution key id. Running executions are always kept (their number is bounded by
- * the handler's admission, `max_concurrency`); at most `maxTerminal` finished ones are kept, the
- * oldest finished one being forgotten first.
+ * Executions by execution key (see ExecutionKeyMap: a status, result or control call's fresh key
+ * is looked up by its own strings, no id built). Running executions are always kept (their number
+ * is bounded by the handler's admission, `max_concurrency`); at most `maxTerminal` finished ones
+ * are kept, the oldest finished one being forgotten first.
  */
 export class ExecutionTable {
   readonly #maxTerminal: number;
-  readonly #entries = new Map<string, Execution>();
-  /** Finished executions' key ids, oldest first (see OrderedMap: a Set used as a queue is slow). */
-  readonly #finished = new OrderedMap<string, true>();
+  readonly #entries = new ExecutionKeyMap<Execution>();
+  /** Finished executions, oldest first (see OrderedMap: a Set used as a queue is slow). */
+  readonly #finished = new OrderedMap<Execution, true>();
 
   constructor(maxTerminal: number) {
     this.#maxTerminal = maxTerminal;
@@ -47,21 +49,23 @@ export class ExecutionTable {
     return this.#entries.size;
   }
 
-  get(keyId: string): Execution | undefined {
-    return this.#entries.get(keyId);
+  /** The execution of `key`, if held. */
+  get(key: ToolExecutionKey): Execution | undefined {
+    return this.#entries.get(key);
   }
 
-  add(keyId: string, execution: Execution): void {
-    this.#entries.set(keyId, execution);
+  /** Holds `execution` (none of its key is held). */
+  add(execution: Execution): void {
+    this.#entries.set(execution);
   }
 
-  /** Records that the execution finished; forgets the oldest finished ones beyond the bound. */
-  finish(keyId: string): void {
-    if (!this.#finished.has(keyId)) this.#finished.set(keyId, true);
+  /** Records that `execution` finished; forgets the oldest finished ones beyond the bound. */
+  finish(execution: Execution): void {
+    if (!this.#finished.has(execution)) this.#finished.set(execution, true);
     while (this.#finished.size > this.#maxTerminal) {
       const oldest = this.#finished.oldestWhere(() => true)!;
       this.#finished.delete(oldest);
-      this.#entries.delete(oldest);
+      this.#entries.delete(oldest.key);
     }
   }
 }

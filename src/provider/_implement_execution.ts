@@ -56,8 +56,7 @@ export function implementExecution<A>(
     events: ToolEventEmitter,
     outer: AbortSignal,
   ): ToolAccepted | Promise<ToolAccepted> => {
-    const keyId = context.executionKey.id;
-    const existing = table.get(keyId);
+    const existing = table.get(context.executionKey);
     if (existing?.result !== undefined) {
       // The handler forgot this finished execution and this table did not: replay its result.
       // The terminal event is established before start() returns, so the invoke answers with
@@ -82,7 +81,7 @@ export function implementExecution<A>(
       response: undefined,
       stopRequested: false,
     };
-    table.add(keyId, execution);
+    table.add(execution);
     const controller = execution.controller;
     const forward = () => controller.abort(outer.reason);
     if (outer.aborted) forward();
@@ -102,7 +101,7 @@ export function implementExecution<A>(
       execution.result = result;
       execution.response = new ToolResultResponse({ status: "available", result });
       execution.status = statusOf(result);
-      table.finish(keyId);
+      table.finish(execution);
       return call.terminal(result);
     };
     let running: Promise<ToolOutputs>;
@@ -136,7 +135,7 @@ export function implementExecution<A>(
   };
 
   const control = (key: ToolExecutionKey, reason: string | undefined): ToolControlResponse => {
-    const execution = table.get(key.id);
+    const execution = table.get(key);
     if (execution === undefined) return answers.notFound;
     if (execution.result !== undefined) return answers.terminal;
     if (!settings.controllable) return answers.unsupported;
@@ -163,12 +162,12 @@ export function implementExecution<A>(
     cancel: (key, reason) => control(key, reason),
     stop: (key, reason) => control(key, reason),
     status(key) {
-      const execution = table.get(key.id);
+      const execution = table.get(key);
       if (execution === undefined) throw new ToolEndpointError(NOT_FOUND_ERROR);
       return execution.status;
     },
     result(key) {
-      const execution = table.get(key.id);
+      const execution = table.get(key);
       if (execution === undefined) return NOT_FOUND;
       return execution.response ?? PENDING;
     },
