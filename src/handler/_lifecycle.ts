@@ -33,7 +33,7 @@ import type { ToolLogIds } from "../endpoint/log.ts";
 import { endInvocationSpan, startInvocationSpan } from "../endpoint/trace.ts";
 import { showValue } from "../_internal/repr.ts";
 import { EMPTY_OBJECT } from "../_internal/json.ts";
-import { withResolvers } from "../_internal/async.ts";
+import { SETTLED, withResolvers } from "../_internal/async.ts";
 
 const UNKNOWN_START_ERROR = {
   code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
@@ -290,7 +290,7 @@ export class ExecutionLifecycle {
   shutDown(record: ExecutionRecord): Promise<unknown> {
     return record.phase === "accepted"
       ? this.#convergeAccepted(record, SHUTDOWN_UNKNOWN_ERROR, true)
-      : record.emitter!.finished;
+      : record.emitter?.finished ?? SETTLED;
   }
 
   /**

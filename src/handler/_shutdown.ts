@@ -24,13 +24,15 @@ export async function shutDown(
   const executions = lifecycle.unfinishedExecutions();
   // Calls an earlier close() abandoned are not waited for again.
   const waiting = new Set<Promise<unknown>>(calls.abandoned ? [] : calls.inFlight);
+  // Each holds its emitter now (see unfinishedExecutions).
   for (const record of executions) waiting.add(record.emitter!.finished);
   await settleWithin(waiting, graceMs);
   // The grace is over. Accepted executions still running end as `unknown`, with a terminal
   // event; pending provider calls are abandoned, so every request waiting on one is answered.
   const publications = new Set<Promise<unknown>>();
   for (const record of executions) {
-    if (!record.emitter!.isFinished) publications.add(lifecycle.shutDown(record));
+    // An execution whose progression ended during the grace may have let go of its emitter.
+    if (record.emitter?.isFinished === false) publications.add(lifecycle.shutDown(record));
   }
   calls.abandonPending();
   for (const dispatch of dispatches) publications.add(dispatch);

@@ -229,6 +229,19 @@ Deno.test("abandonInvoke(): an acceptance whose execution already ended replays 
   assertEquals(events, []);
 });
 
+Deno.test("close(): an execution that ends during the grace lets go of its emitter, and close() still resolves", async () => {
+  const { move, handler, events, exchange } = await acceptedMove();
+  const closing = handler.close({ graceMs: 10_000 });
+  // During the grace the provider ends the execution and a status read establishes its terminal
+  // state: its progression ends, so its record lets go of the emitter close() was waiting on.
+  const key = new ToolExecutionKey({ invocationId: "inv-1", attemptId: "attempt-1" });
+  move.results.set(key.id, new ToolResult({ status: "cancelled" }));
+  const [status] = await handler.dispatch(exchange.status());
+  assertEquals(statusResponseFromPayload(status.payload).phase, "cancelled");
+  await closing;
+  assertEquals([handler.state.permitsInUse.move, events], [0, []]);
+});
+
 Deno.test("abandonInvoke() changes nothing for other requests", async () => {
   const move = new LongRunning("action", "ignore");
   const serve = new LongRunning("session", "ignore");
