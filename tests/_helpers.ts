@@ -360,3 +360,24 @@ export function recordingLogger(): {
     events: () => records.map((record) => `${record.level} ${record.event}`),
   };
 }
+
+/**
+ * Runs `script` in a Deno subprocess with `--v8-flags=--expose-gc` (so it can measure the heap or
+ * what stays reachable after a full collection) and the given permission flags, and returns the
+ * JSON value its last stdout line holds; a failed run fails the test with its stderr.
+ */
+export async function runWithGc(
+  script: URL,
+  permissions: readonly string[],
+  args: readonly string[] = [],
+): Promise<unknown> {
+  const { success, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--v8-flags=--expose-gc", ...permissions, script.pathname, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!success) {
+    throw new AssertionError(`${script.pathname} failed:\n${new TextDecoder().decode(stderr)}`);
+  }
+  return JSON.parse(new TextDecoder().decode(stdout).trim().split("\n").at(-1)!);
+}

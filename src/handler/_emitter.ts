@@ -27,6 +27,8 @@ export interface EmitterHost {
   establishTerminalForEvent(phase: TerminalExecutionPhase): Promise<void>;
   /** Reports an event refused or a publication failed, for the handler's logger. */
   report(level: "warn" | "error", event: string, message: string, error?: unknown): void;
+  /** Called once, when event progression ended: the emitter has nothing left to do. */
+  ended(): void;
 }
 
 /**
@@ -196,8 +198,10 @@ export class ExecutionEmitter implements ToolEventEmitter {
   }
 
   #finish(): void {
+    if (this.#isFinished) return;
     this.#isFinished = true;
     this.#finished?.resolve();
+    this.#host.ended();
   }
 
   /**

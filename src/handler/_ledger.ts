@@ -354,11 +354,16 @@ export class ExecutionLedger {
     this.releasePermit(record);
     this.unlink(record);
     if (closeEmitter) record.emitter?.closeTerminal();
-    // An emitter whose progression ended has nothing left to do for the record; the record is
-    // retained for replay long after (maxRetainedExecutions of them), and the emitter would keep
-    // its host's closures and the execution's context alive with it: 1,477 bytes a retained
-    // Action execution before, 803 after, and every record promoted with less to copy.
-    if (record.emitter?.isFinished) record.emitter = undefined;
+  }
+
+  /**
+   * Lets go of `emitter`, whose event progression ended: it has nothing left to do for `record`,
+   * which is retained for replay long after (`maxRetained` of them), and it would keep its host's
+   * closures and the execution's context alive with it (1,477 bytes a retained Action execution
+   * with it, 803 without, and every record promoted with less to copy).
+   */
+  progressionEnded(record: ExecutionRecord, emitter: ExecutionEmitter): void {
+    if (record.emitter === emitter) record.emitter = undefined;
   }
 
   /** Evicts least-recently-used evictable records until one more fits; false when none can go. */

@@ -139,6 +139,7 @@ export class ExecutionLifecycle {
         establishTerminalForEvent: (phase) => this.#terminalForEvent(execution, phase),
         report: (level, event, message, error) =>
           host.log(level, event, message, this.#idsOf(execution), error),
+        ended: () => this.#ledger.progressionEnded(execution, emitter),
       },
       context,
       host.endpointInstanceId,

@@ -4,6 +4,7 @@
 // the heap returns to its post-warm-up baseline.
 import { assert, assertEquals, assertLessOrEqual } from "@std/assert";
 import type { SoakFacts } from "./_soak.ts";
+import { runWithGc } from "../_helpers.ts";
 
 const CALLS = 10_000;
 const SEED = 0x5eed;
@@ -11,22 +12,11 @@ const SEED = 0x5eed;
 const HEAP_MARGIN_BYTES = 4 * 1024 * 1024;
 
 Deno.test("client soak: 10,000 mixed invocations settle once each; the heap returns to baseline", async () => {
-  const { success, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--v8-flags=--expose-gc",
-      "--allow-read",
-      "--allow-env",
-      new URL("./_soak.ts", import.meta.url).pathname,
-      String(CALLS),
-      String(SEED),
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const errors = new TextDecoder().decode(stderr);
-  assertEquals(success, true, errors);
-  const facts: SoakFacts = JSON.parse(new TextDecoder().decode(stdout).trim().split("\n").at(-1)!);
+  const facts = await runWithGc(
+    new URL("./_soak.ts", import.meta.url),
+    ["--allow-read", "--allow-env"],
+    [String(CALLS), String(SEED)],
+  ) as SoakFacts;
   assertEquals(facts.gc, true);
   assertEquals(facts.settledOnce, CALLS);
   assertEquals([facts.settledTwice, facts.unsettled], [0, 0]);

@@ -3,27 +3,26 @@
 // store, the subscribers and the gateway's pending exchanges are back to 0 and the heap after a
 // full GC is within a size bound of what it was after the first round (no per-round growth).
 import { assert, assertEquals } from "@std/assert";
+import { runWithGc } from "../_helpers.ts";
+
+/** What http_load_child.ts prints: per-round counts, the tables after both, the heap. */
+interface LoadReport {
+  okQueries: number[];
+  ended: number[];
+  subscribersUnderLoad: number[];
+  subscribers: number;
+  invocations: number;
+  running: number;
+  pendingExchanges: number;
+  heap: { baseline: number; afterFirst: number; after: number };
+}
 
 Deno.test("http load: 1,000 SSE subscribers and 200 concurrent Queries are served; every table and the heap return to baseline", async () => {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--v8-flags=--expose-gc",
-      "--allow-read",
-      "--allow-env",
-      "--allow-net",
-      "--allow-ffi",
-      new URL("./http_load_child.ts", import.meta.url).pathname,
-      "1000",
-      "200",
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  });
-  const { code, stdout, stderr } = await child.output();
-  const out = new TextDecoder().decode(stdout);
-  assertEquals(code, 0, new TextDecoder().decode(stderr));
-  const report = JSON.parse(out.trim().split("\n").at(-1)!);
+  const report = await runWithGc(
+    new URL("./http_load_child.ts", import.meta.url),
+    ["--allow-read", "--allow-env", "--allow-net", "--allow-ffi"],
+    ["1000", "200"],
+  ) as LoadReport;
   assertEquals(report.okQueries, [200, 200]);
   assertEquals(report.ended, [1000, 1000]);
   assertEquals(report.subscribersUnderLoad, [1000, 1000]);

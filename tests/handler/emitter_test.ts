@@ -8,9 +8,14 @@ import { ToolEvent } from "../../mod.ts";
 import { ExecutionEmitter } from "../../src/handler/_emitter.ts";
 import { ctx, INSTANCE } from "./_fakes.ts";
 
-function emitter(): ExecutionEmitter {
+/** An emitter without a sink; `ends` counts its host's ended() calls. */
+function emitter(ends: { count: number } = { count: 0 }): ExecutionEmitter {
   return new ExecutionEmitter(
-    { establishTerminalForEvent: () => Promise.resolve(), report: () => {} },
+    {
+      establishTerminalForEvent: () => Promise.resolve(),
+      report: () => {},
+      ended: () => ends.count++,
+    },
     ctx("motion.arm", "move"),
     INSTANCE,
     4,
@@ -58,4 +63,34 @@ Deno.test("emitter: accept() hands back no events or the early ones in order", a
   });
   assert(refused);
   assertEquals(chatty.accept().length, 0);
+});
+
+Deno.test("emitter: the host hears once that progression ended, however it ended", async () => {
+  const closed = { count: 0 };
+  const terminal = emitter(closed);
+  terminal.closeTerminal();
+  terminal.closeTerminal();
+  await terminal.converge();
+  assertEquals(closed.count, 1);
+
+  const rejected = { count: 0 };
+  emitter(rejected).reject();
+  assertEquals(rejected.count, 1);
+
+  const converged = { count: 0 };
+  await emitter(converged).converge(new ToolEvent({ type: "executor_failed" }));
+  assertEquals(converged.count, 1);
+
+  // Ended before acceptance: accepting it afterwards does not tell the host again.
+  const accepted = { count: 0 };
+  const early = emitter(accepted);
+  early.closeTerminal();
+  early.accept();
+  assertEquals(accepted.count, 1);
+
+  // Still running: nothing to hear.
+  const running = { count: 0 };
+  const open = emitter(running);
+  open.accept();
+  assertEquals([running.count, open.isFinished], [0, false]);
 });
