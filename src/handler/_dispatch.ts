@@ -15,7 +15,8 @@ import {
   makeStatusResponseEnvelope,
 } from "../wire/factories.ts";
 import { invokeRequestFromEnvelope, type InvokeRequestParts } from "../wire/invoke_request.ts";
-import { validateMessageEnvelope } from "../wire/validate.ts";
+import { checkTypedEnvelope } from "../wire/validate.ts";
+import { type ControlRequest, controlRequestOf } from "../wire/execution_payloads.ts";
 import { logIdsOf } from "../endpoint/log.ts";
 import type { ToolEventSink } from "./_emitter.ts";
 import type { ExecutionLifecycle } from "./_lifecycle.ts";
@@ -97,12 +98,17 @@ export class RequestAnswers {
     routed: boolean,
   ): Promise<readonly ToolEnvelope[]> {
     if (!routed) this.#validateRoute(request);
-    // The typed validation, once: an invoke request's models are built in the same pass.
+    // The typed validation, once: an invoke request's models are built in the same pass, a
+    // control request's command read in it (the checks and errors of its validator), and a
+    // status or result request a Wire factory built and validated is not checked again.
     let parts: InvokeRequestParts | undefined;
+    let control: ControlRequest | undefined;
     try {
       if (request.messageType === "tool.invoke.request") {
         parts = invokeRequestFromEnvelope(request);
-      } else validateMessageEnvelope(request);
+      } else if (request.messageType === "tool.control.request") {
+        control = controlRequestOf(request);
+      } else checkTypedEnvelope(request);
     } catch (error) {
       if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
       throw error;
@@ -134,7 +140,7 @@ export class RequestAnswers {
         default:
           return [
             makeControlResponseEnvelope(
-              await this.#lifecycle.control(request, key, operation),
+              await this.#lifecycle.control(control!, key, operation),
               request,
             ),
           ];

@@ -23,7 +23,7 @@ import type { ActionToolEndpoint, SessionToolEndpoint, ToolCallOptions } from ".
 import type { ToolEnvelope } from "../wire/envelope.ts";
 import { makeInvokeResponseEnvelope } from "../wire/factories.ts";
 import type { InvokeRequestParts } from "../wire/invoke_request.ts";
-import { controlRequestFromPayload } from "../wire/execution_payloads.ts";
+import type { ControlRequest } from "../wire/execution_payloads.ts";
 import { ExecutionEmitter, type ToolEventSink } from "./_emitter.ts";
 import { unknownOutcomeEvent } from "./unknown_event.ts";
 import type { ExecutionLedger, ExecutionRecord, UnknownErrorShape } from "./_ledger.ts";
@@ -411,11 +411,10 @@ export class ExecutionLifecycle {
 
   /** Answers a control request; an accepted control aborts the execution's signal. */
   async control(
-    request: ToolEnvelope,
+    { command, reason }: ControlRequest,
     key: ToolExecutionKey,
     operation: ToolOperationDescriptor,
   ): Promise<ToolControlResponse> {
-    const { command, reason } = controlRequestFromPayload(request.payload);
     let response: unknown;
     const method = controlMethod(command, operation);
     if (method === undefined) {

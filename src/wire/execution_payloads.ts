@@ -16,7 +16,7 @@ import {
   ToolResult,
   ToolResultResponse,
 } from "../endpoint/models.ts";
-import { wireFaults } from "./envelope.ts";
+import { type ToolEnvelope, wireFaults } from "./envelope.ts";
 import {
   closedFields,
   construct,
@@ -24,6 +24,7 @@ import {
   invalidPayload,
   jsonField,
   objectAt,
+  payloadOf,
   rootObject,
 } from "./_payload_rules.ts";
 import {
@@ -181,6 +182,15 @@ export function controlRequestToPayload(command: ToolControlCommand, reason?: st
 /** Decodes the payload of `tool.control.request`. */
 export function controlRequestFromPayload(payload: unknown): ControlRequest {
   return readControlRequest(rootObject(payload, "payload"));
+}
+
+/**
+ * @internal The command and reason of a `tool.control.request` envelope, read with the checks and
+ * errors of its typed validation ({@linkcode validateMessageEnvelope}): the handler validates and
+ * reads a control request in this one pass.
+ */
+export function controlRequestOf(envelope: ToolEnvelope): ControlRequest {
+  return readControlRequest(payloadOf(envelope));
 }
 
 export function readControlRequest(object: Record<string, unknown>): ControlRequest {

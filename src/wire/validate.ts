@@ -15,7 +15,7 @@ import {
 import { closedFields, payloadOf } from "./_payload_rules.ts";
 import { readInvokeRequest } from "./invoke_request.ts";
 import {
-  readControlRequest,
+  controlRequestOf,
   readControlResponse,
   readErrorPayload,
   readEvent,
@@ -48,7 +48,7 @@ const VALIDATORS: Readonly<Record<ToolMessageType, (envelope: ToolEnvelope) => u
   "tool.status.response": (envelope) => readStatusResponse(payloadOf(envelope), true),
   "tool.result.request": (envelope) => emptyPayload(envelope.payload),
   "tool.result.response": (envelope) => readResultResponse(payloadOf(envelope), true),
-  "tool.control.request": (envelope) => readControlRequest(payloadOf(envelope)),
+  "tool.control.request": (envelope) => controlRequestOf(envelope),
   "tool.control.response": (envelope) => readControlResponse(payloadOf(envelope), true),
   "tool.event": (envelope) => readEvent(payloadOf(envelope), true),
   "tool.error": (envelope) => readErrorPayload(payloadOf(envelope), true),
