@@ -60,7 +60,7 @@ export interface ExecutionRecord extends EvictionLinks {
   ready: Resolvers<void> | undefined;
   status: ToolExecutionStatus | undefined;
   result: ToolResult | undefined;
-  /** The execution's emitter, from its start until its progression ended after a terminal state. */
+  /** The execution's emitter, from its start until its event progression ended. */
   emitter: ExecutionEmitter | undefined;
   readonly abort: AbortController | undefined;
   deadlineTimer: DeadlineTimer | undefined;
@@ -171,8 +171,7 @@ export class ExecutionLedger {
    * record in the `Map` on every status, result or control request.
    */
   records(): IterableIterator<ExecutionRecord> {
-    const records = [...this.#records.values()];
-    return records.sort((a, b) => a.used - b.used).values();
+    return [...this.#records.values()].sort((a, b) => a.used - b.used).values();
   }
 
   /** The record of `key`, if retained (its recency unchanged). */
