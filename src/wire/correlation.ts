@@ -12,15 +12,6 @@ function mismatch(path: string, message = "response does not match request"): To
   return new ToolProtocolError(ToolErrorCodes.CORRELATION_MISMATCH, message, path);
 }
 
-const EXECUTION_IDENTITY = [
-  ["request_id", "requestId"],
-  ["invocation_id", "invocationId"],
-  ["attempt_id", "attemptId"],
-  ["endpoint_id", "endpointId"],
-  ["endpoint_instance_id", "endpointInstanceId"],
-  ["operation", "operation"],
-] as const;
-
 /**
  * Checks that `response` answers the execution request `request`: the paired response type or
  * `tool.error`, the same request, invocation, attempt, endpoint, instance (absent matches only
@@ -33,9 +24,16 @@ export function validateResponseCorrelation(request: ToolEnvelope, response: Too
   if (response.messageType !== paired && response.messageType !== "tool.error") {
     throw mismatch("message_type");
   }
-  for (const [path, field] of EXECUTION_IDENTITY) {
-    if (request[field] !== response[field]) throw mismatch(path);
+  // Field by field, the first mismatch being the path reported: named reads stay monomorphic,
+  // where a loop over the field names made each read a keyed, megamorphic one.
+  if (request.requestId !== response.requestId) throw mismatch("request_id");
+  if (request.invocationId !== response.invocationId) throw mismatch("invocation_id");
+  if (request.attemptId !== response.attemptId) throw mismatch("attempt_id");
+  if (request.endpointId !== response.endpointId) throw mismatch("endpoint_id");
+  if (request.endpointInstanceId !== response.endpointInstanceId) {
+    throw mismatch("endpoint_instance_id");
   }
+  if (request.operation !== response.operation) throw mismatch("operation");
   if (response.messageType === "tool.control.response") {
     const { command } = controlRequestFromPayload(request.payload);
     if (controlResponseFromPayload(response.payload).command !== command) {

@@ -497,3 +497,26 @@ Deno.test("wire factories 9: error response factory uses the request route witho
     "FORGE_PROTOCOL_INVALID_PAYLOAD",
   );
 });
+
+Deno.test("wire correlation: the first identity that differs is the path, in header order", () => {
+  const request = invokeRequest();
+  const response = makeInvokeResponseEnvelope(new ToolResult({ status: "succeeded" }), request);
+  const order = [
+    ["request_id", { requestId: "other-request" }],
+    ["invocation_id", { invocationId: "other-invocation" }],
+    ["attempt_id", { attemptId: "other-attempt" }],
+    ["endpoint_id", { endpointId: "other.endpoint" }],
+    ["endpoint_instance_id", { endpointInstanceId: "other-instance" }],
+    ["operation", { operation: "other" }],
+  ] as const;
+  validateResponseCorrelation(request, response);
+  // Every identity from the i-th on differs: the i-th is reported.
+  for (let i = 0; i < order.length; i++) {
+    const changes = Object.assign({}, ...order.slice(i).map(([, change]) => change));
+    assertProtocolError(
+      () => validateResponseCorrelation(request, replaceEnvelope(response, changes)),
+      CODES.CORRELATION_MISMATCH,
+      { path: order[i][0], message: "response does not match request" },
+    );
+  }
+});
