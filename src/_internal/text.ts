@@ -1,6 +1,6 @@
 /**
  * The string rules every identifier goes through: the two blank sets (the reference's blank
- * check and the handler's instance-id check) and the lone-surrogate check; and the injective key
+ * check and Python's `str.strip()`) and the lone-surrogate check; and the injective key
  * of a pair of identifiers.
  *
  * @module
@@ -9,7 +9,7 @@
 // The whitespace set of the reference's blank check (Python's str.strip() set without
 // U+001C..U+001F): a string made only of these is blank.
 const BLANK = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
-// Python's str.isspace() set, used by the handler's endpoint_instance_id check.
+// Python's str.isspace() set: what str.strip() removes (see isStripBlank).
 const PY_SPACE =
   // deno-lint-ignore no-control-regex -- U+001C..U+001F are whitespace to Python.
   /^[\t\n\v\f\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/;
@@ -23,11 +23,12 @@ export function isBlank(value: string): boolean {
 }
 
 /**
- * True when `value` cannot name an endpoint instance: empty, or only Python `str.isspace()`
- * whitespace (the reference handler's rule, stricter than {@linkcode isBlank} by U+001C..U+001F).
- * U+FEFF is not whitespace here, unlike in `String.prototype.trim()`.
+ * True when Python's `str.strip()` leaves nothing of `value`: empty, or only `str.isspace()`
+ * whitespace (stricter than {@linkcode isBlank} by U+001C..U+001F). The reference handler's
+ * `endpoint_instance_id` rule and Forge Gateway's `caller_id` check. U+FEFF is not whitespace
+ * here, unlike in `String.prototype.trim()`.
  */
-export function isBlankInstanceId(value: string): boolean {
+export function isStripBlank(value: string): boolean {
   return value === "" || PY_SPACE.test(value);
 }
 

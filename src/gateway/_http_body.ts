@@ -1,10 +1,33 @@
-// Reading a request body for the HTTP service (private to src/gateway/): at most `maxBodyBytes`
-// (counted as the bytes arrive, so a streamed body without Content-Length is cut too), within
-// `bodyTimeoutMs`, parsed as one JSON object whose fields are all known.
+// Reading a request's inputs for the HTTP service (private to src/gateway/): its path parameters,
+// and its body: at most `maxBodyBytes` (counted as the bytes arrive, so a streamed body without
+// Content-Length is cut too), within `bodyTimeoutMs`, parsed as one JSON object whose fields are
+// all known, then checked with the rules of the request it becomes. Bad input is a 400 here,
+// never a failure of the gateway further on.
 import { setLongTimeout } from "../_internal/timers.ts";
+import { copyJsonObject } from "../_internal/json.ts";
+import { hasLoneSurrogate, isBlank, isStripBlank } from "../_internal/text.ts";
 import { badRequest, HttpErrorCodes, serviceError } from "./_http_errors.ts";
 
 const INVOKE_FIELDS: ReadonlySet<string> = new Set(["arguments", "caller_id", "timeout_ms"]);
+const CONTROL_FIELDS: ReadonlySet<string> = new Set(["reason"]);
+
+/**
+ * A route's path parameters percent-decoded, or the 400 for the first whose escapes are not UTF-8
+ * (a stray `%`, `%zz`, a truncated sequence, an encoded surrogate).
+ */
+export function pathParameters(
+  groups: Readonly<Record<string, string | undefined>>,
+): Record<string, string | undefined> | Response {
+  const params: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(groups)) {
+    try {
+      params[name] = value === undefined ? undefined : decodeURIComponent(value);
+    } catch {
+      return badRequest(`path parameter '${name}' is not percent-encoded UTF-8: '${value}'`);
+    }
+  }
+  return params;
+}
 
 /** The bounds of one body read. */
 export interface BodyLimits {
@@ -24,7 +47,7 @@ const NOT_AN_OBJECT = "request body must be a JSON object";
  * `fields` are the names the body may carry; any other is a 400 naming them, as Forge's Gateway
  * words it: "unknown request field(s): 'x'".
  */
-export async function readJsonObject(
+async function readJsonObject(
   request: Request,
   limits: BodyLimits,
   fields: ReadonlySet<string>,
@@ -157,12 +180,13 @@ export async function readInvokeBody(
   const body = await readJsonObject(request, limits, INVOKE_FIELDS, false);
   if (!body.ok) return body;
   const fail = (response: Response) => ({ ok: false as const, response });
-  const args = body.value.arguments ?? {};
-  if (args === null || typeof args !== "object" || Array.isArray(args)) {
+  const given = body.value.arguments ?? {};
+  if (given === null || typeof given !== "object" || Array.isArray(given)) {
     return fail(badRequest("arguments must be a JSON object"));
   }
   const callerId = body.value.caller_id;
-  if (callerId !== undefined && (typeof callerId !== "string" || callerId.trim() === "")) {
+  // Forge Gateway's `caller_id.strip()`: Python's whitespace, not `String.prototype.trim()`'s.
+  if (callerId !== undefined && (typeof callerId !== "string" || isStripBlank(callerId))) {
     return fail(badRequest("caller_id must be a non-empty string when provided"));
   }
   if (tokenCaller !== undefined && callerId !== undefined && callerId !== tokenCaller) {
@@ -182,12 +206,52 @@ export async function readInvokeBody(
       `timeout_ms must be a positive integer at most ${max}: got ${JSON.stringify(timeout)}`,
     ));
   }
+  // Then what the request's models check, in Forge Gateway's order (its ToolContext, then its
+  // ToolRequest) and with their words: the caller's 400, not a failure of the gateway.
+  if (typeof callerId === "string" && hasLoneSurrogate(callerId)) {
+    return fail(badRequest("caller_id must contain valid Unicode scalar values"));
+  }
+  // The Wire's JSON rules on the arguments (Forge Gateway builds the request before it looks the
+  // endpoint up): an integer past ±(2^53 − 1), a lone surrogate, nesting past the bound. The
+  // checked copy is canonical: the client's request takes it as it is.
+  let args: Record<string, unknown>;
+  try {
+    args = copyJsonObject(given, "arguments") as Record<string, unknown>;
+  } catch (error) {
+    if (error instanceof RangeError || error instanceof TypeError) {
+      return fail(badRequest(error.message));
+    }
+    throw error;
+  }
   return {
     ok: true,
     value: {
-      args: args as Record<string, unknown>,
+      args,
       callerId: callerId as string | undefined,
       timeoutMs: timeout as number | undefined,
     },
   };
+}
+
+/**
+ * Reads a cancel or stop body (`reason`, optional; an empty body is `{}`) with the control
+ * request's own rules and words (`controlRequestToPayload`).
+ */
+export async function readControlBody(
+  request: Request,
+  limits: BodyLimits,
+): Promise<
+  { ok: true; value: { reason: string | undefined } } | { ok: false; response: Response }
+> {
+  const body = await readJsonObject(request, limits, CONTROL_FIELDS, true);
+  if (!body.ok) return body;
+  const reason = body.value.reason;
+  if (reason === undefined) return { ok: true, value: { reason } };
+  let why: string | undefined;
+  if (typeof reason !== "string") why = "reason must be a string when provided";
+  else if (isBlank(reason)) why = "reason must be a non-empty string when provided";
+  else if (hasLoneSurrogate(reason)) why = "reason must contain valid Unicode scalar values";
+  return why === undefined
+    ? { ok: true, value: { reason: reason as string } }
+    : { ok: false, response: badRequest(why) };
 }

@@ -10,10 +10,9 @@ import {
   endpointDescriptorToPayload,
   endpointStatusToPayload,
 } from "../wire/management_payloads.ts";
-import { readInvokeBody, readJsonObject } from "./_http_body.ts";
+import { pathParameters, readControlBody, readInvokeBody } from "./_http_body.ts";
 import { BearerTokens } from "./_http_auth.ts";
 import {
-  badRequest,
   callFailure,
   endpointUnknown,
   HttpErrorCodes,
@@ -27,8 +26,6 @@ import { InvocationStore, StoredInvocation } from "./_store.ts";
 import { statusPageResponse } from "./_http_status_page.ts";
 import { statusFeed } from "./_http_status_feed.ts";
 import type { HttpSettings, ToolGatewayHttpRoute, ToolGatewayHttpStats } from "./http_options.ts";
-
-const CONTROL_FIELDS: ReadonlySet<string> = new Set(["reason"]);
 
 type Params = Readonly<Record<string, string | undefined>>;
 type RouteHandler = (request: Request, callerId: string, params: Params) => Promise<Response>;
@@ -155,10 +152,8 @@ export class GatewayHttpService {
         if (caller === undefined && !route.public) return unauthorized();
         callerId = caller ?? callerId;
       }
-      const params: Record<string, string | undefined> = {};
-      for (const [name, value] of Object.entries(match.pathname.groups)) {
-        params[name] = value === undefined ? undefined : decodeURIComponent(value);
-      }
+      const params = pathParameters(match.pathname.groups);
+      if (params instanceof Response) return params;
       return await route.handle(request, callerId, params);
     }
     if (methodMismatch) {
@@ -418,12 +413,9 @@ export class GatewayHttpService {
   ): Promise<Response> {
     const entry = this.#store.get(id, callerId);
     if (entry === undefined) return invocationNotFound(id);
-    const body = await readJsonObject(request, this.#settings, CONTROL_FIELDS, true);
+    const body = await readControlBody(request, this.#settings);
     if (!body.ok) return body.response;
-    const reason = body.value.reason;
-    if (reason !== undefined && typeof reason !== "string") {
-      return badRequest("reason must be a string when provided");
-    }
+    const { reason } = body.value;
     const expected = entry.semantics === "action" ? "cancel" : "stop";
     if (command !== expected) {
       return serviceError(

@@ -5,7 +5,7 @@
  * @module
  */
 import { TOOL_ENDPOINT_PROTOCOL } from "../endpoint/constants.ts";
-import { hasLoneSurrogate, isBlankInstanceId } from "../_internal/text.ts";
+import { hasLoneSurrogate, isStripBlank } from "../_internal/text.ts";
 import { ToolEndpointDescriptor } from "../endpoint/models.ts";
 import type { ToolEndpointImplementation } from "../endpoint/spi.ts";
 import { optionMessage, positiveIntegerOption } from "../_internal/options.ts";
@@ -189,7 +189,7 @@ export function handlerSettings(
     }
   }
   const instance: unknown = options.endpointInstanceId;
-  if (typeof instance !== "string" || isBlankInstanceId(instance)) {
+  if (typeof instance !== "string" || isStripBlank(instance)) {
     throw new RangeError(
       optionMessage(CREATE_HANDLER, "endpointInstanceId", "a non-empty string", instance),
     );

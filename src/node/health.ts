@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isBlankInstanceId } from "../_internal/text.ts";
+import { isStripBlank } from "../_internal/text.ts";
 import type { EndpointState } from "../endpoint/constants.ts";
 import { EndpointStatus } from "../endpoint/models.ts";
 import type { ToolEnvelope } from "../wire/envelope.ts";
@@ -164,7 +164,7 @@ export class EndpointHealthReporter {
       throw new TypeError(optionMessage(CREATE_REPORTER, "send", "a function", options.send));
     }
     const instance = options.endpointInstanceId ?? options.handler.endpointInstanceId;
-    if (typeof instance !== "string" || isBlankInstanceId(instance)) {
+    if (typeof instance !== "string" || isStripBlank(instance)) {
       throw new TypeError(
         optionMessage(CREATE_REPORTER, "endpointInstanceId", "a non-empty string", instance),
       );

@@ -6,7 +6,7 @@
  * @module
  */
 import { withResolvers } from "../_internal/async.ts";
-import { isBlankInstanceId } from "../_internal/text.ts";
+import { isStripBlank } from "../_internal/text.ts";
 import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import {
   type EndpointRegistryResponse,
@@ -120,7 +120,7 @@ export class EndpointRegistration {
     }
     if (
       typeof options.endpointInstanceId !== "string" ||
-      isBlankInstanceId(options.endpointInstanceId)
+      isStripBlank(options.endpointInstanceId)
     ) {
       throw new TypeError(
         optionMessage(

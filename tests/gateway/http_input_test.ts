@@ -9,6 +9,18 @@ import { ENDPOINT, SseReader, startHarness, until } from "./http_helpers.ts";
 
 const INVOKE = `/tools/${ENDPOINT}/detect:invoke`;
 
+/** The answer to a request the service refuses as bad input: 400 with `msg`, in Forge's shape. */
+function badRequest(msg: string) {
+  return {
+    status: 400,
+    body: {
+      ok: false,
+      msg,
+      error: { code: "FORGE_TOOL_BAD_REQUEST", message: msg, retryable: false, details: {} },
+    },
+  };
+}
+
 function post(body: string) {
   return { method: "POST", body, headers: { "content-type": "application/json" } };
 }
@@ -66,19 +78,81 @@ Deno.test("http input: non-JSON, non-object, unknown field, bad arguments, timeo
     ['{"timeout_ms":1.5}', "timeout_ms must be a positive integer at most 300000: got 1.5"],
     ['{"timeout_ms":true}', "timeout_ms must be a positive integer at most 300000: got true"],
     ['{"timeout_ms":300001}', "timeout_ms must be a positive integer at most 300000: got 300001"],
+    // Python's str.strip() whitespace, as Forge's Gateway checks it (U+001C is whitespace there).
+    ['{"caller_id":"\\u001c"}', "caller_id must be a non-empty string when provided"],
+    // What the request's models refuse: the caller's 400, not the gateway failing (a 500 before).
+    ['{"caller_id":"\\ud800"}', "caller_id must contain valid Unicode scalar values"],
+    [
+      '{"arguments":{"n":123456789012345678901234567890}}',
+      "arguments.n integer exceeds interoperable range ±9007199254740991",
+    ],
+    ['{"arguments":{"a":"\\ud800"}}', "arguments.a must contain valid Unicode scalar values"],
+    ['{"arguments":{"\\udc00":1}}', "arguments keys must contain valid Unicode scalar values"],
+    // Forge Gateway's order: caller_id, timeout_ms, then the request's models (context, request).
+    [
+      '{"caller_id":"\\ud800","timeout_ms":0}',
+      "timeout_ms must be a positive integer at most 300000: got 0",
+    ],
+    [
+      '{"arguments":{"a":"\\ud800"},"caller_id":"\\udc00"}',
+      "caller_id must contain valid Unicode scalar values",
+    ],
   ];
   for (const [body, msg] of cases) {
     const answer = await h.json(INVOKE, post(body));
-    assertEquals(answer, {
-      status: 400,
-      body: {
-        ok: false,
-        msg,
-        error: { code: "FORGE_TOOL_BAD_REQUEST", message: msg, retryable: false, details: {} },
-      },
-    }, body);
+    assertEquals(answer, badRequest(msg), body);
   }
   assertEquals(h.server.handler.stats.invocations, 0);
+  await h.close();
+});
+
+Deno.test("http input: a path parameter that is not percent-encoded UTF-8 is 400, after the bearer check", async () => {
+  const h = await startHarness();
+  const cases: [string, string, string, string][] = [
+    ["POST", "/tools/%zz/detect:invoke", "endpoint", "%zz"],
+    ["GET", "/tools/%", "endpoint", "%"],
+    ["POST", `/tools/${ENDPOINT}/detect%3Ainvoke%E0%A4`, "target", "detect%3Ainvoke%E0%A4"],
+    // A lone surrogate encoded as UTF-8 bytes: no Unicode scalar value.
+    ["GET", "/invocations/%ED%A0%80", "id", "%ED%A0%80"],
+    ["POST", "/invocations/%FF/cancel", "id", "%FF"],
+  ];
+  for (const [method, path, name, raw] of cases) {
+    const msg = `path parameter '${name}' is not percent-encoded UTF-8: '${raw}'`;
+    const answer = await h.json(path, method === "POST" ? post("{}") : { method });
+    assertEquals(answer, badRequest(msg), path);
+  }
+  // Bad input, not a defect of the gateway: nothing logged as a failure.
+  assertEquals(h.logs.filter((record) => record.event === "gateway.http_failed"), []);
+  await h.close();
+  // A caller that has no token learns nothing of the path: 401 comes first.
+  const guarded = await startHarness({ tokens: { "token-a": "caller-a" } });
+  assertEquals((await guarded.json("/invocations/%zz", { method: "GET" })).status, 401);
+  assertEquals(
+    (await guarded.json("/invocations/%zz", { method: "GET", token: "token-a" })).status,
+    400,
+  );
+  await guarded.close();
+});
+
+Deno.test("http input: a control reason the Wire refuses is 400 and the invocation runs on", async () => {
+  const h = await startHarness({ stepMs: 20 });
+  const move = await h.json(`/tools/${ENDPOINT}/move:invoke`, post("{}"));
+  const id = (move.body.data as Record<string, unknown>).invocation_id as string;
+  const cases: [string, string][] = [
+    ['{"reason":7}', "reason must be a string when provided"],
+    // The control request's rules: a 500 (the gateway failing) before.
+    ['{"reason":""}', "reason must be a non-empty string when provided"],
+    ['{"reason":" \\t"}', "reason must be a non-empty string when provided"],
+    ['{"reason":"\\ud800"}', "reason must contain valid Unicode scalar values"],
+  ];
+  for (const [body, msg] of cases) {
+    assertEquals(await h.json(`/invocations/${id}/cancel`, post(body)), badRequest(msg), body);
+  }
+  const running = await h.json(`/invocations/${id}`);
+  assertEquals((running.body.data as Record<string, unknown>).phase, "running");
+  const cancelled = await h.json(`/invocations/${id}/cancel`, post('{"reason":"operator"}'));
+  assertEquals(cancelled.status, 202);
+  assertEquals(h.logs.filter((record) => record.event === "gateway.http_failed"), []);
   await h.close();
 });
 
