@@ -24,6 +24,7 @@ import type { ToolResult } from "../endpoint/outcomes.ts";
 import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
+import { copyJsonObject } from "../_internal/json.ts";
 import { ToolGateway } from "../gateway/gateway.ts";
 import type { ToolEndpointDefinition } from "../provider/endpoint.ts";
 import { McpCaller } from "./_caller.ts";
@@ -283,7 +284,7 @@ export function serveCaller(
     if (entry === undefined) {
       throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
     }
-    const args = request.params.arguments ?? {};
+    const args = checkedArguments(entry.name, request.params.arguments ?? {});
     const client = caller.client(entry.endpointId);
     const callOptions = { callerId: caller.settings.callerId };
     if (entry.semantics === "query") {
@@ -458,6 +459,23 @@ export function serveCaller(
       if (ownsCaller) await caller.close();
     },
   };
+}
+
+/**
+ * The call's arguments checked with the Wire's JSON rules, as a canonical copy the request takes as
+ * it is. A value no Forge message can carry (an integer past ±(2^53 − 1), a lone surrogate,
+ * nesting past the bound) is the agent's mistake: InvalidParams, before anything is invoked.
+ */
+function checkedArguments(name: string, args: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return copyJsonObject(args, "arguments") as Record<string, unknown>;
+  } catch (error) {
+    if (!(error instanceof RangeError || error instanceof TypeError)) throw error;
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Invalid arguments for tool ${name}: ${error.message}`,
+    );
+  }
 }
 
 function cancelWord(entry: ToolEntry): string {

@@ -1,6 +1,7 @@
 import { assertEquals, assertRejects, assertThrows } from "@std/assert";
 import {
   CallToolResultSchema,
+  ListTasksResultSchema,
   McpError,
   type Task,
   type Tool,
@@ -199,6 +200,39 @@ Deno.test("mcp: definitions option errors name the option and show the value", a
     "Cannot create the MCP server as 'definitions[0]' must be a definition from defineEndpoint: current value is [object Object]",
   );
   await gateway.close();
+});
+
+Deno.test("mcp: arguments no Forge message can carry are InvalidParams, for a Query and a task", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const cases: [Record<string, unknown>, string][] = [
+    [{ n: 2 ** 60 }, "arguments.n integer exceeds interoperable range ±9007199254740991"],
+    [{ label: "\ud800" }, "arguments.label must contain valid Unicode scalar values"],
+  ];
+  for (const [args, why] of cases) {
+    for (const name of ["robot.demo.detect", "robot.demo.move"]) {
+      const call = name === "robot.demo.detect"
+        ? () => client.callTool({ name, arguments: args })
+        : () => startTask(client, name, args);
+      const error = await rejects(call, McpError);
+      // An InternalError (-32603) before: the caller's mistake read as the server failing.
+      assertEquals(error.code, -32602, `${name} ${why}`);
+      // (The SDK prefixes "MCP error -32602: " once on each side.)
+      assertEquals(
+        error.message.endsWith(`: Invalid arguments for tool ${name}: ${why}`),
+        true,
+        error.message,
+      );
+    }
+  }
+  // Nothing was invoked: no task, and the endpoint saw no call.
+  assertEquals(
+    (await client.request({ method: "tasks/list", params: {} }, ListTasksResultSchema)).tasks,
+    [],
+  );
+  await client.close();
+  await mcp.close();
+  await demo.stop();
 });
 
 Deno.test("mcp: a Query is tools/call with structuredContent and a text block", async () => {
