@@ -16,6 +16,7 @@ import * as carrier from "./carrier.ts";
 import * as chaos from "./chaos.ts";
 import * as dispatch from "./dispatch.ts";
 import * as ffi from "./ffi.ts";
+import * as httpApi from "./http_api.ts";
 import * as lossyCaller from "./lossy_caller.ts";
 import * as security from "./security.ts";
 import * as shutdown from "./shutdown.ts";
@@ -47,6 +48,8 @@ export const SUITES: readonly Suite[] = [
   { name: "shutdown", weight: 0.1, targets: shutdown.targets },
   // A client over two lossy hops: concurrent calls with timeouts, few inputs.
   { name: "lossy-caller", weight: 0.02, targets: lossyCaller.targets },
+  // A fresh gateway, provider and HTTP service per input of up to six requests.
+  { name: "http-api", weight: 0.05, targets: httpApi.targets },
 ];
 
 /** The pseudo target of the boundary checks: its input names the check. */
