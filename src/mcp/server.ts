@@ -277,9 +277,11 @@ export function serveCaller(
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: [...currentTools().values()].map((entry) => entry.tool),
   }));
-  server.setRequestHandler(CallToolRequestSchema, (request: CallToolRequest, extra: Extra): Promise<
+  server.setRequestHandler(CALL_TOOL_METHOD, (raw: unknown, extra: Extra): Promise<
     CallToolResult | CreateTaskResult
   > => {
+    // The SDK Server's own tools/call check validated it against CallToolRequestSchema.
+    const request = raw as unknown as CallToolRequest;
     const entry = currentTools().get(request.params.name);
     if (entry === undefined) {
       throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
@@ -460,6 +462,15 @@ export function serveCaller(
     },
   };
 }
+
+/**
+ * The schema tools/call is registered with: its method alone. The SDK's Protocol parses every
+ * request with the registered schema before the Server's own tools/call check runs, so a call
+ * whose params break the MCP schema (arguments that are not an object, a task ttl that is not a
+ * number) came back as -32603 InternalError with zod's issues as its message. With only the
+ * method to match, that check answers: -32602 `Invalid tools/call request: …`.
+ */
+const CALL_TOOL_METHOD = CallToolRequestSchema.pick({ method: true }).passthrough();
 
 /**
  * The call's arguments checked with the Wire's JSON rules, as a canonical copy the request takes as

@@ -235,6 +235,33 @@ Deno.test("mcp: arguments no Forge message can carry are InvalidParams, for a Qu
   await demo.stop();
 });
 
+Deno.test("mcp: a tools/call whose params break the MCP schema is InvalidParams", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  const cases: Record<string, unknown>[] = [
+    { name: "robot.demo.detect", arguments: [] },
+    { name: "robot.demo.detect", arguments: "x" },
+    { name: 5, arguments: {} },
+    { name: "robot.demo.move", arguments: {}, task: { ttl: "soon" } },
+  ];
+  for (const params of cases) {
+    const error = await rejects(
+      () => client.request({ method: "tools/call", params } as never, CallToolResultSchema),
+      McpError,
+    );
+    // -32603 (InternalError, zod's issues as the message) before: the SDK's request parse ran
+    // before the Server's own tools/call check.
+    assertEquals(error.code, -32602, JSON.stringify(params));
+    assertEquals(error.message.includes("Invalid tools/call request"), true, error.message);
+  }
+  // A well-formed call still works.
+  const result = await client.callTool({ name: "robot.demo.detect", arguments: {} });
+  assertEquals(result.isError, undefined);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
 Deno.test("mcp: a Query is tools/call with structuredContent and a text block", async () => {
   const demo = await startDemo();
   const { client, mcp } = await connect(demo, "agent-1");
