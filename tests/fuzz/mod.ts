@@ -16,6 +16,7 @@ import * as carrier from "./carrier.ts";
 import * as chaos from "./chaos.ts";
 import * as dispatch from "./dispatch.ts";
 import * as ffi from "./ffi.ts";
+import * as gatewayRouter from "./gateway_router.ts";
 import * as httpApi from "./http_api.ts";
 import * as lossyCaller from "./lossy_caller.ts";
 import * as security from "./security.ts";
@@ -48,6 +49,8 @@ export const SUITES: readonly Suite[] = [
   { name: "shutdown", weight: 0.1, targets: shutdown.targets },
   // A client over two lossy hops: concurrent calls with timeouts, few inputs.
   { name: "lossy-caller", weight: 0.02, targets: lossyCaller.targets },
+  // Schedules of two callers and an adversarial provider through one gateway.
+  { name: "gateway-router", weight: 0.1, targets: gatewayRouter.targets },
   // A fresh gateway, provider and HTTP service per input of up to six requests.
   { name: "http-api", weight: 0.05, targets: httpApi.targets },
 ];
