@@ -11,20 +11,35 @@ import { badRequest, HttpErrorCodes, serviceError } from "./_http_errors.ts";
 const INVOKE_FIELDS: ReadonlySet<string> = new Set(["arguments", "caller_id", "timeout_ms"]);
 const CONTROL_FIELDS: ReadonlySet<string> = new Set(["reason"]);
 
+/** Decodes escaped bytes as UTF-8, each maximal ill-formed subsequence as one U+FFFD. */
+const lenientUtf8 = new TextDecoder("utf-8", { ignoreBOM: true });
+/** A run of `%XX` escapes. */
+const ESCAPES = /(?:%[0-9A-Fa-f]{2})+/g;
+
 /**
- * A route's path parameters percent-decoded, or the 400 for the first whose escapes are not UTF-8
- * (a stray `%`, `%zz`, a truncated sequence, an encoded surrogate).
+ * A path parameter decoded as Forge Gateway's server decodes the path (`urllib.parse.unquote`):
+ * each run of `%XX` escapes is read as UTF-8, a byte sequence that is not UTF-8 becoming U+FFFD,
+ * and a `%` that starts no escape (a stray `%`, `%zz`) kept as written. So a malformed escape
+ * names an endpoint, operation or invocation that does not exist (a 404), never a failure.
  */
+function unquote(value: string): string {
+  if (!value.includes("%")) return value;
+  return value.replace(ESCAPES, (run) => {
+    const bytes = new Uint8Array(run.length / 3);
+    for (let i = 0; i < bytes.length; i++) {
+      bytes[i] = Number.parseInt(run.slice(3 * i + 1, 3 * i + 3), 16);
+    }
+    return lenientUtf8.decode(bytes);
+  });
+}
+
+/** A route's path parameters, decoded (see {@linkcode unquote}). */
 export function pathParameters(
   groups: Readonly<Record<string, string | undefined>>,
-): Record<string, string | undefined> | Response {
+): Record<string, string | undefined> {
   const params: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(groups)) {
-    try {
-      params[name] = value === undefined ? undefined : decodeURIComponent(value);
-    } catch {
-      return badRequest(`path parameter '${name}' is not percent-encoded UTF-8: '${value}'`);
-    }
+    params[name] = value === undefined ? undefined : unquote(value);
   }
   return params;
 }

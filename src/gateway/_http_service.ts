@@ -152,9 +152,7 @@ export class GatewayHttpService {
         if (caller === undefined && !route.public) return unauthorized();
         callerId = caller ?? callerId;
       }
-      const params = pathParameters(match.pathname.groups);
-      if (params instanceof Response) return params;
-      return await route.handle(request, callerId, params);
+      return await route.handle(request, callerId, pathParameters(match.pathname.groups));
     }
     if (methodMismatch) {
       return serviceError(

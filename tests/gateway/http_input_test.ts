@@ -106,22 +106,38 @@ Deno.test("http input: non-JSON, non-object, unknown field, bad arguments, timeo
   await h.close();
 });
 
-Deno.test("http input: a path parameter that is not percent-encoded UTF-8 is 400, after the bearer check", async () => {
+Deno.test("http input: a malformed escape in the path is read as Forge Gateway's server reads it: a 404, never a 500", async () => {
   const h = await startHarness();
+  // urllib.parse.unquote's readings (Python 3.12): a % that starts no escape is kept as written,
+  // escaped bytes that are not UTF-8 become U+FFFD (one per maximal ill-formed subsequence).
   const cases: [string, string, string, string][] = [
-    ["POST", "/tools/%zz/detect:invoke", "endpoint", "%zz"],
-    ["GET", "/tools/%", "endpoint", "%"],
-    ["POST", `/tools/${ENDPOINT}/detect%3Ainvoke%E0%A4`, "target", "detect%3Ainvoke%E0%A4"],
-    // A lone surrogate encoded as UTF-8 bytes: no Unicode scalar value.
-    ["GET", "/invocations/%ED%A0%80", "id", "%ED%A0%80"],
-    ["POST", "/invocations/%FF/cancel", "id", "%FF"],
+    ["POST", "/tools/%zz/detect:invoke", "FORGE_TOOL_ENDPOINT_UNKNOWN", "%zz"],
+    ["GET", "/tools/%", "FORGE_TOOL_ENDPOINT_UNKNOWN", "%"],
+    ["GET", "/tools/%25%%41", "FORGE_TOOL_ENDPOINT_UNKNOWN", "%%A"],
+    ["GET", "/tools/%C3%A9%", "FORGE_TOOL_ENDPOINT_UNKNOWN", "é%"],
+    ["GET", "/tools/%E2%82%AC%E2%82", "FORGE_TOOL_ENDPOINT_UNKNOWN", "€\ufffd"],
+    ["GET", "/tools/%C0%AFx", "FORGE_TOOL_ENDPOINT_UNKNOWN", "\ufffd\ufffdx"],
+    // An encoded surrogate is three ill-formed bytes.
+    ["GET", "/invocations/%ED%A0%80", "FORGE_TOOL_INVOCATION_NOT_FOUND", "\ufffd\ufffd\ufffd"],
+    ["POST", "/invocations/%FF/cancel", "FORGE_TOOL_INVOCATION_NOT_FOUND", "\ufffd"],
   ];
-  for (const [method, path, name, raw] of cases) {
-    const msg = `path parameter '${name}' is not percent-encoded UTF-8: '${raw}'`;
+  for (const [method, path, code, decoded] of cases) {
     const answer = await h.json(path, method === "POST" ? post("{}") : { method });
-    assertEquals(answer, badRequest(msg), path);
+    assertEquals(
+      [answer.status, (answer.body.error as Record<string, unknown>).code],
+      [404, code],
+      path,
+    );
+    const details = (answer.body.error as { details: Record<string, unknown> }).details;
+    assertEquals(details.endpoint_id ?? details.invocation_id, decoded, path);
   }
-  // Bad input, not a defect of the gateway: nothing logged as a failure.
+  // The operation part: "detect:invoke\ufffd" does not end with ":invoke".
+  const target = await h.json(`/tools/${ENDPOINT}/detect%3Ainvoke%E0%A4`, post("{}"));
+  assertEquals([target.status, (target.body.error as Record<string, unknown>).code], [
+    404,
+    "FORGE_TOOL_ROUTE_NOT_FOUND",
+  ]);
+  // Bad input, not a defect of the gateway (a URIError answered 500 before): nothing logged.
   assertEquals(h.logs.filter((record) => record.event === "gateway.http_failed"), []);
   await h.close();
   // A caller that has no token learns nothing of the path: 401 comes first.
@@ -129,7 +145,7 @@ Deno.test("http input: a path parameter that is not percent-encoded UTF-8 is 400
   assertEquals((await guarded.json("/invocations/%zz", { method: "GET" })).status, 401);
   assertEquals(
     (await guarded.json("/invocations/%zz", { method: "GET", token: "token-a" })).status,
-    400,
+    404,
   );
   await guarded.close();
 });
