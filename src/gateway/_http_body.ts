@@ -1,8 +1,8 @@
 // Reading a request's inputs for the HTTP service (private to src/gateway/): its path parameters,
-// and its body: at most `maxBodyBytes` (counted as the bytes arrive, so a streamed body without
-// Content-Length is cut too), within `bodyTimeoutMs`, parsed as one JSON object whose fields are
-// all known, then checked with the rules of the request it becomes. Bad input is a 400 here,
-// never a failure of the gateway further on.
+// decoded as Forge Gateway's server decodes them, and its body: at most `maxBodyBytes` (counted as
+// the bytes arrive, so a streamed body without Content-Length is cut too), within `bodyTimeoutMs`,
+// parsed as one JSON object whose fields are all known, then checked with the rules of the request
+// it becomes. A bad body is the caller's 400 here, never a failure of the gateway further on.
 import { setLongTimeout } from "../_internal/timers.ts";
 import { copyJsonObject } from "../_internal/json.ts";
 import { hasLoneSurrogate, isBlank, isStripBlank } from "../_internal/text.ts";
