@@ -4,8 +4,12 @@
 // parsed as one JSON object whose fields are all known, then checked with the rules of the request
 // it becomes. A bad body is the caller's 400 here, never a failure of the gateway further on.
 import { setLongTimeout } from "../_internal/timers.ts";
-import { copyJsonObject } from "../_internal/json.ts";
-import { hasLoneSurrogate, isBlank, isStripBlank } from "../_internal/text.ts";
+import { checkedJsonObject } from "../_internal/json.ts";
+import { requireNonEmpty, wireMessageOf } from "../_internal/fields.ts";
+import { isStripBlank } from "../_internal/text.ts";
+import { ToolProtocolError } from "../endpoint/errors.ts";
+import type { ToolControlCommand } from "../endpoint/constants.ts";
+import { controlRequestToPayload } from "../wire/execution_payloads.ts";
 import { badRequest, HttpErrorCodes, serviceError } from "./_http_errors.ts";
 
 const INVOKE_FIELDS: ReadonlySet<string> = new Set(["arguments", "caller_id", "timeout_ms"]);
@@ -222,22 +226,18 @@ export async function readInvokeBody(
     ));
   }
   // Then what the request's models check, in Forge Gateway's order (its ToolContext, then its
-  // ToolRequest) and with their words: the caller's 400, not a failure of the gateway.
-  if (typeof callerId === "string" && hasLoneSurrogate(callerId)) {
-    return fail(badRequest("caller_id must contain valid Unicode scalar values"));
-  }
-  // The Wire's JSON rules on the arguments (Forge Gateway builds the request before it looks the
-  // endpoint up): an integer past ±(2^53 − 1), a lone surrogate, nesting past the bound. The
-  // checked copy is canonical: the client's request takes it as it is.
-  let args: Record<string, unknown>;
-  try {
-    args = copyJsonObject(given, "arguments") as Record<string, unknown>;
-  } catch (error) {
-    if (error instanceof RangeError || error instanceof TypeError) {
-      return fail(badRequest(error.message));
+  // ToolRequest: the Wire's JSON rules on the arguments) and in their words, before the endpoint is
+  // looked up: the caller's 400, not a failure of the gateway. The checked arguments are a
+  // canonical copy, which the client's request takes as it is.
+  if (typeof callerId === "string") {
+    try {
+      requireNonEmpty(callerId, "caller_id");
+    } catch (error) {
+      return fail(badRequest(wireMessageOf(error as Error)));
     }
-    throw error;
   }
+  const args = checkedJsonObject(given, "arguments");
+  if (args instanceof Error) return fail(badRequest(args.message));
   return {
     ok: true,
     value: {
@@ -249,12 +249,13 @@ export async function readInvokeBody(
 }
 
 /**
- * Reads a cancel or stop body (`reason`, optional; an empty body is `{}`) with the control
- * request's own rules and words (`controlRequestToPayload`).
+ * Reads a cancel or stop body (`reason`, optional; an empty body is `{}`) and checks it with the
+ * control request's own rules and words (`controlRequestToPayload`).
  */
 export async function readControlBody(
   request: Request,
   limits: BodyLimits,
+  command: ToolControlCommand,
 ): Promise<
   { ok: true; value: { reason: string | undefined } } | { ok: false; response: Response }
 > {
@@ -262,11 +263,18 @@ export async function readControlBody(
   if (!body.ok) return body;
   const reason = body.value.reason;
   if (reason === undefined) return { ok: true, value: { reason } };
-  let why: string | undefined;
-  if (typeof reason !== "string") why = "reason must be a string when provided";
-  else if (isBlank(reason)) why = "reason must be a non-empty string when provided";
-  else if (hasLoneSurrogate(reason)) why = "reason must contain valid Unicode scalar values";
-  return why === undefined
-    ? { ok: true, value: { reason: reason as string } }
-    : { ok: false, response: badRequest(why) };
+  if (typeof reason !== "string") {
+    return { ok: false, response: badRequest("reason must be a string when provided") };
+  }
+  try {
+    controlRequestToPayload(command, reason);
+  } catch (error) {
+    // A blank reason is its RangeError; a lone surrogate the Wire's fault at payload.reason.
+    if (error instanceof RangeError) return { ok: false, response: badRequest(error.message) };
+    if (error instanceof ToolProtocolError) {
+      return { ok: false, response: badRequest(`reason ${error.message}`) };
+    }
+    throw error;
+  }
+  return { ok: true, value: { reason } };
 }

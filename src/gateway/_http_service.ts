@@ -411,7 +411,7 @@ export class GatewayHttpService {
   ): Promise<Response> {
     const entry = this.#store.get(id, callerId);
     if (entry === undefined) return invocationNotFound(id);
-    const body = await readControlBody(request, this.#settings);
+    const body = await readControlBody(request, this.#settings, command);
     if (!body.ok) return body.response;
     const { reason } = body.value;
     const expected = entry.semantics === "action" ? "cancel" : "stop";

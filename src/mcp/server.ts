@@ -24,7 +24,7 @@ import type { ToolResult } from "../endpoint/outcomes.ts";
 import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
-import { copyJsonObject } from "../_internal/json.ts";
+import { checkedJsonObject } from "../_internal/json.ts";
 import { ToolGateway } from "../gateway/gateway.ts";
 import type { ToolEndpointDefinition } from "../provider/endpoint.ts";
 import { McpCaller } from "./_caller.ts";
@@ -478,15 +478,12 @@ const CALL_TOOL_METHOD = CallToolRequestSchema.pick({ method: true }).passthroug
  * nesting past the bound) is the agent's mistake: InvalidParams, before anything is invoked.
  */
 function checkedArguments(name: string, args: Record<string, unknown>): Record<string, unknown> {
-  try {
-    return copyJsonObject(args, "arguments") as Record<string, unknown>;
-  } catch (error) {
-    if (!(error instanceof RangeError || error instanceof TypeError)) throw error;
-    throw new McpError(
-      ErrorCode.InvalidParams,
-      `Invalid arguments for tool ${name}: ${error.message}`,
-    );
-  }
+  const checked = checkedJsonObject(args, "arguments");
+  if (!(checked instanceof Error)) return checked as Record<string, unknown>;
+  throw new McpError(
+    ErrorCode.InvalidParams,
+    `Invalid arguments for tool ${name}: ${checked.message}`,
+  );
 }
 
 function cancelWord(entry: ToolEntry): string {

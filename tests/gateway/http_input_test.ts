@@ -159,7 +159,7 @@ Deno.test("http input: a control reason the Wire refuses is 400 and the invocati
     // The control request's rules: a 500 (the gateway failing) before.
     ['{"reason":""}', "reason must be a non-empty string when provided"],
     ['{"reason":" \\t"}', "reason must be a non-empty string when provided"],
-    ['{"reason":"\\ud800"}', "reason must contain valid Unicode scalar values"],
+    ['{"reason":"\\ud800"}', "reason must contain only valid Unicode scalar values"],
   ];
   for (const [body, msg] of cases) {
     assertEquals(await h.json(`/invocations/${id}/cancel`, post(body)), badRequest(msg), body);
