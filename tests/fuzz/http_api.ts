@@ -12,16 +12,9 @@
 import fc from "fast-check";
 import type { ToolLogRecord } from "../../mod.ts";
 import { ToolGateway, toolGatewayHttpHandler } from "../../gateway.ts";
-import {
-  decodeToolEnvelopeIpc,
-  encodeToolEnvelopeIpc,
-  LoopbackDataflow,
-  serveToolEndpoint,
-} from "../../dora.ts";
-import { demoEndpoint } from "../../examples/endpoint.ts";
+import { DemoProvider, ENDPOINT } from "../gateway/http_helpers.ts";
 import { type AnyTarget, describeError, type FuzzTarget, invariant, tick } from "./_common.ts";
 
-const ENDPOINT = "robot.demo";
 /** Stands for the id of the last invocation the scenario started (or an unknown one). */
 const LAST_ID = "{last}";
 /** Replaced in a body by an integer token past 2^53 - 1 (JSON.stringify cannot write one). */
@@ -152,24 +145,8 @@ async function runScenario(
   const logs: ToolLogRecord[] = [];
   const logger = (record: ToolLogRecord) => void logs.push(record);
   const gateway = new ToolGateway({ routes: { demo: ENDPOINT }, logger });
-  const flow = new LoopbackDataflow();
-  const node = serveToolEndpoint(
-    demoEndpoint(1, logger).createHandler({ endpointInstanceId: "demo-1" }),
-    {
-      transport: flow.transport,
-      lifecycle: { unregisterTimeoutMs: 50 },
-      graceMs: 50,
-      logger,
-    },
-  );
-  gateway.attachRoute("demo", (envelope) => {
-    if (!flow.isClosed) flow.request(encodeToolEnvelopeIpc(envelope)).catch(() => undefined);
-  });
-  const pumping = (async () => {
-    for (let out = await flow.nextOutput(); out; out = await flow.nextOutput()) {
-      gateway.receive("demo", decodeToolEnvelopeIpc(out.data));
-    }
-  })();
+  const provider = new DemoProvider(gateway, 1, logger);
+  gateway.attachRoute("demo", (envelope) => provider.deliver(envelope));
   for (let turn = 0; turn < 200 && gateway.registry.lookup(ENDPOINT) === undefined; turn++) {
     await tick();
   }
@@ -227,9 +204,7 @@ async function runScenario(
     invariant(failed.length === 0, () => `the service failed: ${failed[0].message}`);
   } finally {
     await handler.close();
-    await flow.stop();
-    await node;
-    await pumping;
+    await provider.stop();
     await gateway.close();
   }
   invariant(handler.stats.invocations === 0, "the closed service still holds invocations");

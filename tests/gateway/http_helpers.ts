@@ -27,8 +27,8 @@ export async function until(condition: () => boolean, what: string): Promise<voi
   throw new Error(`gave up waiting for ${what}`);
 }
 
-/** The demo provider process on route `demo`. */
-class Provider {
+/** The demo provider process on route `demo` (also the http_api fuzz target's). */
+export class DemoProvider {
   readonly flow = new LoopbackDataflow();
   readonly node: ReturnType<typeof serveToolEndpoint>;
   readonly #pumping: Promise<void>;
@@ -83,10 +83,10 @@ export async function startHarness(
   const logs: ToolLogRecord[] = [];
   const logger = (record: ToolLogRecord) => logs.push(record);
   const gateway = new ToolGateway({ routes: { demo: ENDPOINT }, logger });
-  let provider: Provider | undefined;
+  let provider: DemoProvider | undefined;
   gateway.attachRoute("demo", (envelope) => provider?.deliver(envelope));
   if (options.register !== false) {
-    provider = new Provider(gateway, options.stepMs ?? 5, logger);
+    provider = new DemoProvider(gateway, options.stepMs ?? 5, logger);
     await until(() => gateway.registry.lookup(ENDPOINT) !== undefined, "the registration");
   }
   const server = serveToolGateway(gateway, { port: 0, logger, ...options });
