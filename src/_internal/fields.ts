@@ -1,12 +1,14 @@
 /**
  * Field checks shared by the models, the Wire and the carrier: the non-empty string rule, the one
- * integer-range check (`isIntegerIn`), and the `ToolContext` field checks the Wire's typed
- * validation runs without building the model (see `validateMessageEnvelope`).
+ * integer-range check (`isIntegerIn`), the `ToolContext` field checks the Wire's typed
+ * validation runs without building the model (see `validateMessageEnvelope`), and a JSON object
+ * field checked with its fault returned (for the edges that answer bad input).
  *
  * @module
  */
 import { MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
 import { hasLoneSurrogate, isBlank } from "./text.ts";
+import { copyJsonObject, type JsonObject } from "./json.ts";
 
 /** The property of a model error that holds the reference's message (see {@linkcode fieldError}). */
 const WIRE_MESSAGE: unique symbol = Symbol("wireMessage");
@@ -78,5 +80,22 @@ export function checkToolContextFields(
       "deadline_ms must be a non-negative Unix epoch millisecond not greater than " +
         MAX_SAFE_JSON_INTEGER,
     );
+  }
+}
+
+/**
+ * {@linkcode copyJsonObject} with the models' rules, the fault (a `RangeError` or `TypeError`
+ * naming the value's path) returned instead of thrown: for the edges that answer bad input in
+ * their own words (the gateway's HTTP 400, MCP's InvalidParams) before a model would throw.
+ */
+export function checkedJsonObject(
+  value: unknown,
+  field: string,
+): JsonObject | RangeError | TypeError {
+  try {
+    return copyJsonObject(value, field);
+  } catch (error) {
+    if (error instanceof RangeError || error instanceof TypeError) return error;
+    throw error;
   }
 }

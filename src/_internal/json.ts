@@ -460,23 +460,6 @@ export function copyJsonObject(
   return copyJson(value, field, report) as JsonObject;
 }
 
-/**
- * {@linkcode copyJsonObject} with the models' rules, the fault (a `RangeError` or `TypeError`
- * naming the value's path) returned instead of thrown: for the edges that answer bad input in
- * their own words (the gateway's HTTP 400, MCP's InvalidParams) before a model would throw.
- */
-export function checkedJsonObject(
-  value: unknown,
-  field: string,
-): JsonObject | RangeError | TypeError {
-  try {
-    return copyJsonObject(value, field);
-  } catch (error) {
-    if (error instanceof RangeError || error instanceof TypeError) return error;
-    throw error;
-  }
-}
-
 /** The frozen empty object used as every defaulted JSON field. */
 export const EMPTY_OBJECT: JsonObject = Object.freeze({});
 

@@ -4,8 +4,7 @@
 // parsed as one JSON object whose fields are all known, then checked with the rules of the request
 // it becomes. A bad body is the caller's 400 here, never a failure of the gateway further on.
 import { setLongTimeout } from "../_internal/timers.ts";
-import { checkedJsonObject } from "../_internal/json.ts";
-import { requireNonEmpty, wireMessageOf } from "../_internal/fields.ts";
+import { checkedJsonObject, requireNonEmpty, wireMessageOf } from "../_internal/fields.ts";
 import { isStripBlank } from "../_internal/text.ts";
 import { ToolProtocolError } from "../endpoint/errors.ts";
 import type { ToolControlCommand } from "../endpoint/constants.ts";

@@ -24,7 +24,7 @@ import type { ToolResult } from "../endpoint/outcomes.ts";
 import { consoleLogger, logSafely, type ToolLogger } from "../endpoint/log.ts";
 import { optionalFunction, optionMessage, positiveIntegerOption } from "../_internal/options.ts";
 import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
-import { checkedJsonObject } from "../_internal/json.ts";
+import { checkedJsonObject } from "../_internal/fields.ts";
 import { ToolGateway } from "../gateway/gateway.ts";
 import type { ToolEndpointDefinition } from "../provider/endpoint.ts";
 import { McpCaller } from "./_caller.ts";
