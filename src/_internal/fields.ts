@@ -8,7 +8,7 @@
  */
 import { MAX_SAFE_JSON_INTEGER } from "../endpoint/constants.ts";
 import { hasLoneSurrogate, isBlank } from "./text.ts";
-import { copyJsonObject, type JsonObject } from "./json.ts";
+import { copyJsonObject, type JsonObject, modelFaults } from "./json.ts";
 
 /** The property of a model error that holds the reference's message (see {@linkcode fieldError}). */
 const WIRE_MESSAGE: unique symbol = Symbol("wireMessage");
@@ -87,13 +87,18 @@ export function checkToolContextFields(
  * {@linkcode copyJsonObject} with the models' rules, the fault (a `RangeError` or `TypeError`
  * naming the value's path) returned instead of thrown: for the edges that answer bad input in
  * their own words (the gateway's HTTP 400, MCP's InvalidParams) before a model would throw.
+ * `fromTokens`: the value was parsed from JSON text whose integer tokens past ±(2^53 − 1) are
+ * bigints (refused here by their exact value), so an integral number past that range, or a -0,
+ * was a float token (`1e300`, `-0.0`): kept, and written back as the float it was, as the Wire's
+ * decoder keeps it.
  */
 export function checkedJsonObject(
   value: unknown,
   field: string,
+  fromTokens = false,
 ): JsonObject | RangeError | TypeError {
   try {
-    return copyJsonObject(value, field);
+    return copyJsonObject(value, field, modelFaults, !fromTokens);
   } catch (error) {
     if (error instanceof RangeError || error instanceof TypeError) return error;
     throw error;

@@ -448,16 +448,18 @@ export function adoptJsonObject(value: Record<string, unknown>): JsonObject {
 /**
  * Copies a mapping-valued model field (`metadata`, `arguments`, `details`, `outputs`, `data`):
  * the value itself when it was marked with {@linkcode adoptJsonObject},
- * `TypeError("<field> must be a mapping")` when it is not a mapping, else {@linkcode copyJson}.
+ * `TypeError("<field> must be a mapping")` when it is not a mapping, else {@linkcode copyJson}
+ * (`integers` as there).
  */
 export function copyJsonObject(
   value: unknown,
   field: string,
   report: JsonFaultReporter = modelFaults,
+  integers = true,
 ): JsonObject {
   if (value instanceof AdoptedJsonObject) return value.value;
   if (!isMapping(value)) throw new TypeError(`${field} must be a mapping`);
-  return copyJson(value, field, report) as JsonObject;
+  return copyJson(value, field, report, 0, integers) as JsonObject;
 }
 
 /** The frozen empty object used as every defaulted JSON field. */

@@ -6,6 +6,7 @@
 import { setLongTimeout } from "../_internal/timers.ts";
 import { checkedJsonObject, requireNonEmpty, wireMessageOf } from "../_internal/fields.ts";
 import { isStripBlank } from "../_internal/text.ts";
+import { isFloatMember, markFloatMember } from "../_internal/json.ts";
 import { ToolProtocolError } from "../endpoint/errors.ts";
 import type { ToolControlCommand } from "../endpoint/constants.ts";
 import { controlRequestToPayload } from "../wire/execution_payloads.ts";
@@ -45,6 +46,41 @@ export function pathParameters(
     params[name] = value === undefined ? undefined : unquote(value);
   }
   return params;
+}
+
+/** What `JSON.parse` hands a reviver beside a primitive value: the token it was read from. */
+interface TokenContext {
+  readonly source?: string;
+}
+
+/**
+ * Reads each number of a body as Python's `json` reads its token, which Forge Gateway's checks
+ * then see: an integer token past ±(2^53 − 1) becomes a bigint, so the request's models refuse
+ * it by its exact value (`JSON.parse` would round it to a nearby number); an integer token `-0`
+ * is the integer 0; a float token with an integral value (`1000.0`, `1e300`, `-0.0`) stays a
+ * number, marked as a float (see `markFloatMember`), so `timeout_ms` refuses it as Forge Gateway
+ * refuses a float, while the arguments keep it and the Wire writes it back as that float.
+ */
+function readNumberToken(
+  this: object,
+  key: string,
+  value: unknown,
+  context?: TokenContext,
+): unknown {
+  if (typeof value !== "number" || !Number.isInteger(value)) return value;
+  const source = context?.source;
+  if (source === undefined) return value;
+  if (/[.eE]/.test(source)) {
+    markFloatMember(this, key);
+    return value;
+  }
+  if (Number.isSafeInteger(value)) return value === 0 ? 0 : value;
+  return BigInt(source);
+}
+
+/** A body value for a message: a bigint (see {@linkcode readNumberToken}) as its digits. */
+function shown(value: unknown): string {
+  return typeof value === "bigint" ? String(value) : JSON.stringify(value);
 }
 
 /** The bounds of one body read. */
@@ -90,7 +126,7 @@ async function readJsonObject(
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(text, readNumberToken);
   } catch {
     return { ok: false, response: badRequest(NOT_AN_OBJECT) };
   }
@@ -218,10 +254,14 @@ export async function readInvokeBody(
   if (
     timeout !== undefined &&
     (typeof timeout !== "number" || !Number.isSafeInteger(timeout) || timeout < 1 ||
-      timeout > max)
+      timeout > max || isFloatMember(body.value, "timeout_ms"))
   ) {
+    // A float token with an integral value is shown as Python writes that float (`1000.0`).
+    const float = isFloatMember(body.value, "timeout_ms") && Number.isSafeInteger(timeout);
     return fail(badRequest(
-      `timeout_ms must be a positive integer at most ${max}: got ${JSON.stringify(timeout)}`,
+      `timeout_ms must be a positive integer at most ${max}: got ${shown(timeout)}${
+        float ? ".0" : ""
+      }`,
     ));
   }
   // Then what the request's models check, in Forge Gateway's order (its ToolContext, then its
@@ -235,7 +275,7 @@ export async function readInvokeBody(
       return fail(badRequest(wireMessageOf(error as Error)));
     }
   }
-  const args = checkedJsonObject(given, "arguments");
+  const args = checkedJsonObject(given, "arguments", true);
   if (args instanceof Error) return fail(badRequest(args.message));
   return {
     ok: true,

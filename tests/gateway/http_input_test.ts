@@ -2,10 +2,11 @@
 // and non-object bodies, unknown fields, bad timeout_ms and caller_id, slow and never-finished
 // bodies (408), the deadline (504), an SSE client that goes away, keep-alives, option errors.
 import { assertEquals, assertThrows } from "@std/assert";
-import { makeRegistrationEnvelope } from "../../wire.ts";
-import { ToolGateway, toolGatewayHttpHandler } from "../../gateway.ts";
+import { encodeEnvelope, makeRegistrationEnvelope } from "../../wire.ts";
+import { serveToolGateway, ToolGateway, toolGatewayHttpHandler } from "../../gateway.ts";
+import type { ToolLogRecord } from "../../mod.ts";
 import { demoDescriptor } from "../../examples/endpoint.ts";
-import { ENDPOINT, SseReader, startHarness, until } from "./http_helpers.ts";
+import { DemoProvider, ENDPOINT, SseReader, startHarness, until } from "./http_helpers.ts";
 
 const INVOKE = `/tools/${ENDPOINT}/detect:invoke`;
 
@@ -78,6 +79,15 @@ Deno.test("http input: non-JSON, non-object, unknown field, bad arguments, timeo
     ['{"timeout_ms":1.5}', "timeout_ms must be a positive integer at most 300000: got 1.5"],
     ['{"timeout_ms":true}', "timeout_ms must be a positive integer at most 300000: got true"],
     ['{"timeout_ms":300001}', "timeout_ms must be a positive integer at most 300000: got 300001"],
+    // A float token is not an integer there, whatever its value (Forge Gateway: isinstance int).
+    ['{"timeout_ms":1000.0}', "timeout_ms must be a positive integer at most 300000: got 1000.0"],
+    ['{"timeout_ms":1e3}', "timeout_ms must be a positive integer at most 300000: got 1000.0"],
+    ['{"timeout_ms":1e300}', "timeout_ms must be a positive integer at most 300000: got 1e+300"],
+    // An integer token past 2^53 is shown as received, not as the float JSON.parse rounds it to.
+    [
+      '{"timeout_ms":123456789012345678901234567890}',
+      "timeout_ms must be a positive integer at most 300000: got 123456789012345678901234567890",
+    ],
     // Python's str.strip() whitespace, as Forge's Gateway checks it (U+001C is whitespace there).
     ['{"caller_id":"\\u001c"}', "caller_id must be a non-empty string when provided"],
     // What the request's models refuse: the caller's 400, not the gateway failing (a 500 before).
@@ -104,6 +114,46 @@ Deno.test("http input: non-JSON, non-object, unknown field, bad arguments, timeo
   }
   assertEquals(h.server.handler.stats.invocations, 0);
   await h.close();
+});
+
+Deno.test("http input: the arguments' numbers reach the provider as Forge Gateway reads their tokens", async () => {
+  // Python's json keeps a float token a float: 1e300 is no integer out of range there, -0.0 stays
+  // -0.0 and is written back so; the integer token -0 is the integer 0.
+  const logs: ToolLogRecord[] = [];
+  const logger = (record: ToolLogRecord) => logs.push(record);
+  const gateway = new ToolGateway({ routes: { demo: ENDPOINT }, logger });
+  const sent: string[] = [];
+  let provider: DemoProvider | undefined = undefined;
+  gateway.attachRoute("demo", (envelope) => {
+    if (envelope.messageType === "tool.invoke.request") {
+      sent.push(new TextDecoder().decode(encodeEnvelope(envelope)));
+    }
+    provider?.deliver(envelope);
+  });
+  provider = new DemoProvider(gateway, 5, logger);
+  await until(() => gateway.registry.lookup(ENDPOINT) !== undefined, "the registration");
+  const server = serveToolGateway(gateway, { port: 0, logger });
+  try {
+    const response = await fetch(
+      `http://127.0.0.1:${server.addr.port}${INVOKE}`,
+      post(
+        '{"arguments":{"big":1e300,"classes":["cube"],"f":1.5,"neg":-0.0,"small":-1E+300,"z":-0}}',
+      ),
+    );
+    assertEquals(response.status, 200);
+    assertEquals((await response.json()).data.response.result.status, "succeeded");
+    assertEquals(sent.length, 1);
+    const args = sent[0].slice(sent[0].indexOf('"arguments":'), sent[0].indexOf(',"context"'));
+    assertEquals(
+      args,
+      '"arguments":{"big":1e+300,"classes":["cube"],"f":1.5,"neg":-0.0,"small":-1e+300,"z":0}',
+    );
+  } finally {
+    await server.close();
+    await server.finished;
+    await provider.stop();
+    await gateway.close();
+  }
 });
 
 Deno.test("http input: a malformed escape in the path is read as Forge Gateway's server reads it: a 404, never a 500", async () => {
