@@ -685,6 +685,7 @@ async function filesUnder(dir: string): Promise<string[]> {
 
 // The repo-level suites at tests/ top; every module suite lives in its tests/<folder>/.
 const TOP_LEVEL_TESTS = [
+  "bench_summary_test.ts",
   "doc_examples_test.ts",
   "examples_test.ts",
   "forge_adapter_test.ts",
