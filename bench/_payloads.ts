@@ -63,6 +63,7 @@ export const largeRequest: ToolEnvelope = makeInvokeRequestEnvelope(
  * over 10 µs, and otherwise in batches of 10,000 calls; one typical message sits near that
  * threshold, so a baseline and its case could land on either side of it and be timed
  * differently (the call-by-call side paying the timer's cost on every call). With 16 messages
- * per call every case is timed call by call, and the timer's cost is small beside a call.
+ * per call, and a first call that warms the case up (see _steady.ts), every case is timed call by
+ * call, and the timer's cost is small beside a call.
  */
 export const TYPICAL_PER_ITERATION = 16;

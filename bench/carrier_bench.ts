@@ -49,6 +49,7 @@ import {
   toolMessageToEnvelope,
 } from "../dora.ts";
 import { largeRequest, TYPICAL_PER_ITERATION, typicalRequest } from "./_payloads.ts";
+import { warmedUp } from "./_steady.ts";
 
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
@@ -121,12 +122,10 @@ const cases = [["typical", typicalRequest], ["64KiB", largeRequest]] as const;
 for (const [name, envelope] of cases) {
   // deno bench warms a case up for only 10 ms: long enough to start, not to reach the optimised
   // steady state a node serving a stream of requests runs in, nor to collect the garbage the case
-  // before left. Every case gets this many warmup iterations first, and at least n measured ones
-  // (deno bench's half-second budget holds only a few hundred iterations: a noisy neighbour would
-  // move the average more).
+  // before left. Every case's first call warms it up (see _steady.ts), and every case gets at
+  // least n measured calls (with n set, deno bench times for 10 ms instead of 500 beyond them).
   const k = name === "typical" ? TYPICAL_PER_ITERATION : 1;
   const each = k === 1 ? "" : ` ×${k}`;
-  const warmup = name === "typical" ? 200 : 300;
   const n = 1000;
   const ipc = encodeToolMessageIpc(toolEnvelopeToMessage(envelope));
   const wire = encodeEnvelope(envelope);
@@ -148,79 +147,71 @@ for (const [name, envelope] of cases) {
       `generic: apache-arrow IPC read + toolMessageToEnvelope + typed ${name} (${ipc.length} B)${each}`,
     group: decodeGroup,
     baseline: true,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) {
         validateMessageEnvelope(toolMessageToEnvelope(decodeToolMessageIpc(ipc)));
       }
-    },
+    }),
   });
   Deno.bench({
     name: `fast: decodeToolEnvelopeIpc + typed ${name}${each}`,
     group: decodeGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) validateMessageEnvelope(decodeToolEnvelopeIpc(ipc));
-    },
+    }),
   });
   Deno.bench({
     name: `Wire: decodeEnvelope (strict + typed) ${name} (${wire.length} B)${each}`,
     group: decodeGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) decodeEnvelope(wire);
-    },
+    }),
   });
   Deno.bench({
     name: `floor: JSON.parse(TextDecoder) of payload_json ${name} (${payload.length} B)${each}`,
     group: decodeGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) JSON.parse(textDecoder.decode(payload));
-    },
+    }),
   });
 
   const encodeGroup = `carrier encode ${name}`;
   Deno.bench({
     name: `generic: toolEnvelopeToMessage + apache-arrow IPC write ${name}${each}`,
     group: encodeGroup,
-    warmup,
     n,
     baseline: true,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) encodeToolMessageIpc(toolEnvelopeToMessage(envelope));
-    },
+    }),
   });
   Deno.bench({
     name: `fast: encodeToolEnvelopeIpc ${name}${each}`,
     group: encodeGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) encodeToolEnvelopeIpc(envelope);
-    },
+    }),
   });
   Deno.bench({
     name: `Wire: encodeEnvelope (validated, sorted) ${name}${each}`,
     group: encodeGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) encodeEnvelope(envelope);
-    },
+    }),
   });
   Deno.bench({
     name: `floor: TextEncoder(JSON.stringify) of the payload ${name}${each}`,
     group: encodeGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) textEncoder.encode(JSON.stringify(plainPayload));
-    },
+    }),
   });
 
   const roundTripGroup = `node round trip ${name}`;
@@ -229,24 +220,22 @@ for (const [name, envelope] of cases) {
   Deno.bench({
     name: `generic: IPC read → dispatchInput → Query → IPC write ${name}${each}`,
     group: roundTripGroup,
-    warmup,
     n,
     baseline: true,
-    fn: async () => {
+    fn: warmedUp(async () => {
       for (let i = 0; i < k; i++) {
         const batch = decodeToolMessageIpc(ipc, { maxBytes: generic.maxCarrierBytes });
         for (const response of await generic.dispatchInput(batch)) encodeToolMessageIpc(response);
       }
-    },
+    }),
   });
   Deno.bench({
     name: `fast: dispatchIpc → Query → IPC bytes ${name}${each}`,
     group: roundTripGroup,
-    warmup,
     n,
-    fn: async () => {
+    fn: warmedUp(async () => {
       for (let i = 0; i < k; i++) await fast.dispatchIpc(ipc);
-    },
+    }),
   });
 
   // The floor: what any node answering IPC bytes with IPC bytes does at the least, on the same
@@ -257,11 +246,10 @@ for (const [name, envelope] of cases) {
   Deno.bench({
     name: `floor: IPC header read + JSON.parse + call + JSON.stringify + IPC write ${name}${each}`,
     group: roundTripGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) floorRoundTrip(ipc, payloadAt, payload.length, floorCall);
-    },
+    }),
   });
 
   // The same parts composed by hand in one loop, on fresh objects as the binding has them (the
@@ -273,14 +261,13 @@ for (const [name, envelope] of cases) {
     name:
       `composed: decodeToolEnvelopeIpc → handler.dispatch → encodeToolEnvelopeIpc ${name}${each}`,
     group: roundTripGroup,
-    warmup,
     n,
-    fn: async () => {
+    fn: warmedUp(async () => {
       for (let i = 0; i < k; i++) {
         const [answer] = await composed.handler.dispatch(decodeToolEnvelopeIpc(ipc));
         encodeToolEnvelopeIpc(answer);
       }
-    },
+    }),
   });
 
   // The fast round trip's parts, each timed alone: what the binding adds on top is their sum's
@@ -292,29 +279,26 @@ for (const [name, envelope] of cases) {
   Deno.bench({
     name: `part: decodeToolEnvelopeIpc (request) ${name}${each}`,
     group: partsGroup,
-    warmup,
     n,
     baseline: true,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) decodeToolEnvelopeIpc(ipc);
-    },
+    }),
   });
   Deno.bench({
     name: `part: handler.dispatch (Query) ${name}${each}`,
     group: partsGroup,
-    warmup,
     n,
-    fn: async () => {
+    fn: warmedUp(async () => {
       for (let i = 0; i < k; i++) await parts.handler.dispatch(request);
-    },
+    }),
   });
   Deno.bench({
     name: `part: encodeToolEnvelopeIpc (response) ${name}${each}`,
     group: partsGroup,
-    warmup,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) encodeToolEnvelopeIpc(response);
-    },
+    }),
   });
 }

@@ -38,6 +38,13 @@ import {
 } from "../dora.ts";
 import { startGatewayLoopback } from "../examples/gateway_loopback.ts";
 import { serveGatewayLoopbackRoute } from "../src/dora/gateway_node.ts";
+import { steadyBench } from "./_steady.ts";
+
+/**
+ * The warmup of every case here: a client Query through the gateway node takes 50–60 µs in its
+ * first two seconds and 37 µs from then on (in a process of its own).
+ */
+const CLIENT_WARMUP_MS = 2000;
 
 const ENDPOINT = "vision.yolo";
 const INSTANCE = "yolo-1";
@@ -85,9 +92,10 @@ const client = new ToolEndpointClient({
   descriptor,
 });
 
-Deno.bench({
+steadyBench({
   name: "handler.dispatch by hand (baseline)",
   group: "client query",
+  warmupMs: CLIENT_WARMUP_MS,
   baseline: true,
   async fn() {
     const context = new ToolContext({
@@ -110,18 +118,20 @@ Deno.bench({
   },
 });
 
-Deno.bench({
+steadyBench({
   name: "ToolEndpointClient.query (in process)",
   group: "client query",
+  warmupMs: CLIENT_WARMUP_MS,
   async fn() {
     const result = await client.query("detect", ARGS);
     if (result.status !== "succeeded") throw new Error("expected success");
   },
 });
 
-Deno.bench({
+steadyBench({
   name: "ToolEndpointClient.invoke + result (in process)",
   group: "client action",
+  warmupMs: CLIENT_WARMUP_MS,
   async fn() {
     const invocation = await client.invoke("track", ARGS);
     await invocation.result();
@@ -140,9 +150,10 @@ const loopbackClient = new ToolEndpointClient({
   descriptor,
 });
 
-Deno.bench({
+steadyBench({
   name: "handler.dispatch by hand (baseline)",
   group: "client over loopback",
+  warmupMs: CLIENT_WARMUP_MS,
   baseline: true,
   async fn() {
     const context = new ToolContext({
@@ -164,9 +175,10 @@ Deno.bench({
   },
 });
 
-Deno.bench({
+steadyBench({
   name: "ToolEndpointClient.query over the loopback (IPC both ways)",
   group: "client over loopback",
+  warmupMs: CLIENT_WARMUP_MS,
   async fn() {
     await loopbackClient.query("detect", ARGS);
   },
@@ -207,17 +219,19 @@ for (let turn = 0; turn < 1000; turn++) {
   await new Promise((resolve) => setTimeout(resolve, 1));
 }
 
-Deno.bench({
+steadyBench({
   name: "ToolEndpointClient.query through gateway.connect() (IPC to the provider and back)",
   group: "client over loopback",
+  warmupMs: CLIENT_WARMUP_MS,
   async fn() {
     await gatewayClient.query("detect", ARGS);
   },
 });
 
-Deno.bench({
+steadyBench({
   name: "ToolEndpointClient.query through the gateway node (IPC bytes on both hops)",
   group: "client over loopback",
+  warmupMs: CLIENT_WARMUP_MS,
   async fn() {
     await plannerClient.query("detect", ARGS);
   },

@@ -34,6 +34,7 @@ import {
   toolEnvelopeToMessage,
 } from "../dora.ts";
 import { benchContext } from "./_payloads.ts";
+import { warmedUp } from "./_steady.ts";
 
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
@@ -89,35 +90,32 @@ Deno.bench({
   name: `floor: JSON.parse(TextDecoder) of payload_json (${payloadJson.length} B)`,
   group: refusalGroup,
   baseline: true,
-  warmup: 20,
   n: 100,
-  fn: () => {
+  fn: warmedUp(() => {
     JSON.parse(textDecoder.decode(payloadJson));
-  },
+  }),
 });
 Deno.bench({
   name: `fast: dispatchIpc refusal (${ipc.length} B IPC)`,
   group: refusalGroup,
-  warmup: 20,
   n: 100,
-  fn: () => refused(() => binding.dispatchIpc(ipc)),
+  fn: warmedUp(async () => await refused(() => binding.dispatchIpc(ipc))),
 });
 Deno.bench({
   name: "generic: apache-arrow IPC read + dispatchInput refusal",
   group: refusalGroup,
-  warmup: 20,
   n: 100,
-  fn: () =>
-    refused(() =>
+  fn: warmedUp(async () =>
+    await refused(() =>
       binding.dispatchInput(decodeToolMessageIpc(ipc, { maxBytes: binding.maxCarrierBytes }))
-    ),
+    )
+  ),
 });
 Deno.bench({
   name: "generic: dispatchInput refusal of the decoded batch",
   group: refusalGroup,
-  warmup: 20,
   n: 100,
-  fn: () => refused(() => binding.dispatchInput(batch)),
+  fn: warmedUp(async () => await refused(() => binding.dispatchInput(batch))),
 });
 
 for (const keys of [10_000, 100_000]) {
@@ -135,19 +133,17 @@ for (const keys of [10_000, 100_000]) {
     name: `JSON.parse(TextDecoder) ${keys} keys (${bytes.length} B)`,
     group,
     baseline: true,
-    warmup: n / 10,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       JSON.parse(textDecoder.decode(bytes));
-    },
+    }),
   });
   Deno.bench({
     name: `decodeEnvelope (strict + typed) ${keys} keys`,
     group,
-    warmup: n / 10,
     n,
-    fn: () => {
+    fn: warmedUp(() => {
       decodeEnvelope(bytes, options);
-    },
+    }),
   });
 }

@@ -32,6 +32,7 @@ import {
   TOOL_ENDPOINT_PROTOCOL,
   type ToolEnvelope,
 } from "../wire.ts";
+import { steadyBench } from "./_steady.ts";
 
 const done = new ToolResult({ status: "succeeded", outputs: { ok: true } });
 const completed = new ToolExecutionStatus({ phase: "completed" });
@@ -152,7 +153,7 @@ function heapMiB(): number {
 
 const churn = handler();
 let next = 0;
-Deno.bench({
+steadyBench({
   name: "bare Map round trip (baseline)",
   group: "action round trip",
   baseline: true,
@@ -168,13 +169,12 @@ Deno.bench({
     };
   })(),
 });
-Deno.bench({
+steadyBench({
   name: "dispatch invoke + status + result (distinct keys, ledger churn)",
   group: "action round trip",
-  // An `async` function, not one returning a promise: deno bench awaits a case only when its
-  // function is an `AsyncFunction`, and otherwise starts iterations back to back without
-  // draining microtasks, so 64 invokes were admitted (max_concurrency) and every later one was
-  // rejected at once; the figure timed those rejections' synchronous prefix.
+  // Each round awaited before the next: started back to back, 64 invokes were admitted
+  // (max_concurrency) and every later one was rejected at once, and the figure timed those
+  // rejections' synchronous prefix.
   fn: async () => {
     await roundTrip(churn, pool[next++ % POOL]);
   },
@@ -182,7 +182,7 @@ Deno.bench({
 
 const sessionChurn = handler();
 let sessionNext = 0;
-Deno.bench({
+steadyBench({
   name: "bare Map round trip (baseline)",
   group: "session round trip",
   baseline: true,
@@ -198,7 +198,7 @@ Deno.bench({
     };
   })(),
 });
-Deno.bench({
+steadyBench({
   name: "dispatch invoke + stop + status + result (distinct keys, ledger churn)",
   group: "session round trip",
   fn: async () => {
@@ -212,9 +212,10 @@ Deno.bench({
 
 const replayTarget = handler();
 await replayTarget.dispatch(pool[0][0]);
-Deno.bench({
+steadyBench({
   name: "bare Map lookup (baseline)",
   group: "duplicate replay",
+  perCall: 256,
   baseline: true,
   fn: (() => {
     const map = new Map([["invocation-0", new ToolAccepted()]]);
@@ -223,9 +224,10 @@ Deno.bench({
     };
   })(),
 });
-Deno.bench({
+steadyBench({
   name: "dispatch duplicate invoke (replayed outcome)",
   group: "duplicate replay",
+  perCall: 256,
   fn: async () => {
     await replayTarget.dispatch(pool[0][0]);
   },
@@ -233,17 +235,19 @@ Deno.bench({
 
 const queryTarget = handler();
 const query = requests("detect", "query-1")[0];
-Deno.bench({
+steadyBench({
   name: "bare call (baseline)",
   group: "query invoke",
+  perCall: 256,
   baseline: true,
   fn: async () => {
     await Promise.resolve(done);
   },
 });
-Deno.bench({
+steadyBench({
   name: "dispatch Query invoke",
   group: "query invoke",
+  perCall: 256,
   fn: async () => {
     await queryTarget.dispatch(query);
   },
@@ -330,7 +334,7 @@ for (let i = 0; i < 8192; i++) {
   await settledRoundTrip(handTarget, pool[handNext++ % POOL]);
   await settledRoundTrip(helperTarget, pool[helperNext++ % POOL]);
 }
-Deno.bench({
+steadyBench({
   name: "hand-written SPI provider: invoke + status + result (baseline)",
   group: "provider definitions",
   baseline: true,
@@ -338,7 +342,7 @@ Deno.bench({
     await settledRoundTrip(handTarget, pool[handNext++ % POOL]);
   },
 });
-Deno.bench({
+steadyBench({
   name: "defineAction provider: invoke + status + result",
   group: "provider definitions",
   fn: async () => {

@@ -11,6 +11,7 @@
  */
 import { decodeEnvelope, encodeEnvelope } from "../wire.ts";
 import { largeRequest, TYPICAL_PER_ITERATION, typicalRequest } from "./_payloads.ts";
+import { warmedUp } from "./_steady.ts";
 
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
@@ -20,45 +21,40 @@ for (const [name, envelope] of [["typical", typicalRequest], ["64KiB", largeRequ
   const plain = JSON.parse(textDecoder.decode(bytes));
   const k = name === "typical" ? TYPICAL_PER_ITERATION : 1;
   const each = k === 1 ? "" : ` ×${k}`;
-  // The same warmup and minimum sample count on both sides of a group.
+  // The same warmup (the first call's, see _steady.ts) and minimum sample count on both sides.
   const n = name === "typical" ? 5_000 : 1_000;
-  const warmup = n / 10;
   Deno.bench({
     name: `JSON.parse(TextDecoder) ${name} (${bytes.length} B)${each}`,
     group: `decode ${name}`,
     baseline: true,
     n,
-    warmup,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) JSON.parse(textDecoder.decode(bytes));
-    },
+    }),
   });
   Deno.bench({
     name: `decodeEnvelope (strict + typed) ${name}${each}`,
     group: `decode ${name}`,
     n,
-    warmup,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) decodeEnvelope(bytes);
-    },
+    }),
   });
   Deno.bench({
     name: `TextEncoder(JSON.stringify) ${name}${each}`,
     group: `encode ${name}`,
     baseline: true,
     n,
-    warmup,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) textEncoder.encode(JSON.stringify(plain));
-    },
+    }),
   });
   Deno.bench({
     name: `encodeEnvelope (validated, sorted) ${name}${each}`,
     group: `encode ${name}`,
     n,
-    warmup,
-    fn: () => {
+    fn: warmedUp(() => {
       for (let i = 0; i < k; i++) encodeEnvelope(envelope);
-    },
+    }),
   });
 }
