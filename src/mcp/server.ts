@@ -28,6 +28,7 @@ import { checkedJsonObject } from "../_internal/fields.ts";
 import { ToolGateway } from "../gateway/gateway.ts";
 import type { ToolEndpointDefinition } from "../provider/endpoint.ts";
 import { McpCaller } from "./_caller.ts";
+import { guardOnConnect } from "./_requests.ts";
 import { toolEntries, type ToolEntry } from "./_names.ts";
 import {
   callToolResult,
@@ -270,6 +271,7 @@ export function serveCaller(
     taskStore: caller.tasks,
     defaultTaskPollInterval: settings.pollIntervalMs,
   });
+  guardOnConnect(server);
   const currentTools = (): Map<string, ToolEntry> => {
     gateway.registry.expire();
     return toolEntries(gateway.registry.records(), settings.tools);

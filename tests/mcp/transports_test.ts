@@ -1,9 +1,14 @@
 import { assertEquals, assertRejects } from "@std/assert";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { CallToolResultSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolResultSchema,
+  EmptyResultSchema,
+  McpError,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { mcpHttpHandler } from "../../mcp.ts";
-import { newClient, startDemo, startTask, until } from "./_setup.ts";
+import { connect, newClient, startDemo, startTask, until } from "./_setup.ts";
 
 const RESULT = "forge.tool/result_status";
 
@@ -23,14 +28,19 @@ function httpClient(url: URL, token: string) {
   return { client: newClient(), transport };
 }
 
-Deno.test("mcp over HTTP: list, Query, an Action task cancelled, ownership by caller", async () => {
+/** The demo gateway's MCP handler, served over HTTP. */
+async function startHttp() {
   const demo = await startDemo();
   const handler = mcpHttpHandler(demo.gateway, {
     definitions: [demo.definition],
     pollIntervalMs: 10,
     logger: () => {},
   });
-  const server = serve(handler);
+  return { demo, handler, server: serve(handler) };
+}
+
+Deno.test("mcp over HTTP: list, Query, an Action task cancelled, ownership by caller", async () => {
+  const { demo, handler, server } = await startHttp();
   const url = new URL(`http://127.0.0.1:${server.addr.port}/mcp`);
   const a = httpClient(url, "agent-a");
   const b = httpClient(url, "agent-b");
@@ -106,6 +116,73 @@ Deno.test("mcp over HTTP: list, Query, an Action task cancelled, ownership by ca
   await until(() => handler.sessions === 1, "the terminated session to close");
   await handler.close();
   assertEquals(handler.sessions, 0);
+  await server.shutdown();
+  await demo.stop();
+});
+
+/** Requests whose params break the MCP schema of a method the SDK parses itself. */
+const BAD_PARAMS: [string, unknown][] = [
+  ["tasks/get", { taskId: 5 }],
+  ["tasks/get", {}],
+  ["tasks/result", { taskId: {} }],
+  ["tasks/cancel", { taskId: [] }],
+  ["tasks/list", { cursor: 5 }],
+  ["tools/list", { cursor: 5 }],
+  ["initialize", { protocolVersion: 5 }],
+];
+
+Deno.test("mcp: bad params of the SDK's own methods are InvalidParams, a non-object params an answered InvalidRequest", async () => {
+  const demo = await startDemo();
+  const { client, mcp } = await connect(demo, "agent-1");
+  for (const [method, params] of BAD_PARAMS) {
+    const error = (await assertRejects(
+      () => client.request({ method, params } as never, EmptyResultSchema),
+      McpError,
+    )) as McpError;
+    // -32603 (InternalError, the SDK Protocol's parse failure) before.
+    assertEquals(error.code, -32602, `${method} ${JSON.stringify(params)}`);
+    assertEquals(error.message.includes(`Invalid ${method} request`), true, error.message);
+  }
+  // Params that are no object: the Protocol dropped the message and the agent waited forever.
+  for (const params of ["x", [1], 5]) {
+    const error = (await assertRejects(
+      () =>
+        client.request({ method: "ping", params } as never, EmptyResultSchema, {
+          timeout: 2000,
+        }),
+      McpError,
+    )) as McpError;
+    assertEquals(error.code, -32600, JSON.stringify(params));
+    assertEquals(error.message.includes("'ping' must carry its params as an object"), true);
+  }
+  // Well-formed requests are untouched; a task the agent does not hold is still the SDK's answer.
+  assertEquals(await client.ping(), {});
+  assertEquals((await client.listTools()).tools.length, 3);
+  const unknown = (await assertRejects(
+    () => client.experimental.tasks.getTask("nope"),
+    McpError,
+  )) as McpError;
+  assertEquals([unknown.code, unknown.message.includes("Task not found")], [-32602, true]);
+  await client.close();
+  await mcp.close();
+  await demo.stop();
+});
+
+Deno.test("mcp over HTTP: bad params of the SDK's own methods are InvalidParams there too", async () => {
+  const { demo, handler, server } = await startHttp();
+  const a = httpClient(new URL(`http://127.0.0.1:${server.addr.port}/mcp`), "agent-a");
+  await a.client.connect(a.transport);
+  for (const [method, params] of BAD_PARAMS.filter(([method]) => method !== "initialize")) {
+    const error = (await assertRejects(
+      () => a.client.request({ method, params } as never, EmptyResultSchema),
+      McpError,
+    )) as McpError;
+    assertEquals(error.code, -32602, `${method} ${JSON.stringify(params)}`);
+  }
+  assertEquals((await a.client.listTools()).tools.length, 3);
+  await a.transport.terminateSession();
+  await a.client.close();
+  await handler.close();
   await server.shutdown();
   await demo.stop();
 });
