@@ -1,5 +1,6 @@
 // One caller of the gateway behind MCP: its own gateway transport (shared by one client per
 // endpoint id) and its own task table.
+import { type LongTimeout, setLongTimeout } from "../_internal/timers.ts";
 import type { Task } from "@modelcontextprotocol/sdk/types.js";
 import { ToolEndpointClient } from "../client/client.ts";
 import type { ToolClientTransport } from "../client/transport.ts";
@@ -14,6 +15,8 @@ export interface CallerSettings {
   readonly retentionMs: number;
   readonly pollIntervalMs: number;
   readonly timeoutMs: number | undefined;
+  /** How long closing waits for a task start still waiting for the endpoint's answer. */
+  readonly cancelWaitMs: number;
 }
 
 /**
@@ -54,6 +57,8 @@ export class McpCaller {
   readonly #mux: EndpointMux;
   readonly #clients = new Map<string, ToolEndpointClient>();
   readonly #listeners = new Set<(task: Task) => void>();
+  /** Task starts whose invoke has not settled (see {@linkcode trackStart}). */
+  readonly #starting = new Set<Promise<unknown>>();
   #closed = false;
 
   constructor(gateway: ToolGateway, settings: CallerSettings) {
@@ -73,6 +78,23 @@ export class McpCaller {
   onTaskStatus(listener: (task: Task) => void): () => void {
     this.#listeners.add(listener);
     return () => void this.#listeners.delete(listener);
+  }
+
+  /**
+   * Tracks a task start until it settles: {@linkcode close} waits for it (at most
+   * `cancelWaitMs`) before the clients close, so that a start the endpoint accepts meanwhile
+   * can still be ended (the start checks {@linkcode closed} once its invoke answered).
+   */
+  trackStart<T>(start: Promise<T>): Promise<T> {
+    this.#starting.add(start);
+    const forget = () => void this.#starting.delete(start);
+    start.then(forget, forget);
+    return start;
+  }
+
+  /** True once {@linkcode close} was called. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** The client of `endpointId` (one per endpoint, made on first use). */
@@ -95,7 +117,16 @@ export class McpCaller {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.tasks.close();
+    if (this.#starting.size > 0) {
+      let timer: LongTimeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#starting]),
+        new Promise<void>((resolve) => timer = setLongTimeout(resolve, this.settings.cancelWaitMs)),
+      ]);
+      timer?.clear();
+    }
+    // The clients are still open: the endpoint is told to end what the tasks started.
+    await this.tasks.close(`the MCP server of caller '${this.settings.callerId}' closed`);
     await Promise.all([...this.#clients.values()].map((client) => client.close()));
     this.#clients.clear();
     this.#listeners.clear();

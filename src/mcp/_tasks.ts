@@ -16,8 +16,11 @@ interface Entry {
   task: Task;
   result: Result | undefined;
   expiry: LongTimeout | undefined;
-  /** Sends cancel/stop and waits (bounded) for the terminal result; set by the follower. */
-  cancel: (() => Promise<void>) | undefined;
+  /**
+   * Sends cancel/stop with `reason` and waits (bounded) for the terminal result; set by the
+   * follower.
+   */
+  cancel: ((reason: string) => Promise<void>) | undefined;
 }
 
 /** Settings of a {@linkcode TaskTable} (checked by the caller). */
@@ -146,7 +149,7 @@ export class TaskTable implements TaskStore {
     const entry = this.#entries.get(taskId);
     if (entry === undefined || TERMINAL.has(entry.task.status)) return;
     if (status === "cancelled" && entry.cancel !== undefined) {
-      await entry.cancel();
+      await entry.cancel("cancelled through MCP tasks/cancel");
       return;
     }
     if (TERMINAL.has(status)) this.finish(taskId, status, statusMessage, entry.result ?? {});
@@ -167,8 +170,8 @@ export class TaskTable implements TaskStore {
     );
   }
 
-  /** Sets the hook `tasks/cancel` runs for `taskId`. */
-  setCancel(taskId: string, cancel: () => Promise<void>): void {
+  /** Sets the hook `tasks/cancel` (and closing the table) runs for `taskId`. */
+  setCancel(taskId: string, cancel: (reason: string) => Promise<void>): void {
     const entry = this.#entries.get(taskId);
     if (entry !== undefined) entry.cancel = cancel;
   }
@@ -200,8 +203,17 @@ export class TaskTable implements TaskStore {
     this.#settings.onStatus({ ...entry.task });
   }
 
-  /** Clears every expiry timer and forgets every task. */
-  close(): void {
+  /**
+   * Ends every task still working (cancel for an Action, stop for a Session, with `reason`; each
+   * hook waits for the result within its bound and never throws), then clears every expiry
+   * timer and forgets every task. Once the table is gone nobody can reach a task: one left
+   * working would run on at the endpoint.
+   */
+  async close(reason: string): Promise<void> {
+    const working = [...this.#entries.values()].flatMap((entry) =>
+      entry.cancel === undefined || TERMINAL.has(entry.task.status) ? [] : [entry.cancel]
+    );
+    await Promise.all(working.map((cancel) => cancel(reason)));
     for (const id of [...this.#entries.keys()]) this.#delete(id);
   }
 

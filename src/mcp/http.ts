@@ -30,7 +30,10 @@ export interface McpHttpHandler {
   (request: Request, callerId: string): Promise<Response>;
   /** Open MCP sessions now. */
   readonly sessions: number;
-  /** Closes every session, then every caller (their tasks are forgotten). */
+  /**
+   * Closes every session, then every caller: tasks still working are ended (cancel or stop,
+   * each waiting at most `cancelWaitMs` for the result), then every task is forgotten.
+   */
   close(): Promise<void>;
 }
 

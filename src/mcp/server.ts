@@ -100,7 +100,12 @@ export interface ForgeMcpServer {
   readonly callerId: string;
   /** Tasks this caller holds now. */
   readonly tasks: number;
-  /** Closes the server; a server from `createMcpServer` also closes its caller and tasks. */
+  /**
+   * Closes the server. A server from `createMcpServer` also closes its caller: each task still
+   * working is ended first (cancel for an Action, stop for a Session; each waits at most
+   * `cancelWaitMs` for the endpoint's result), since no one could reach it once its table is
+   * gone, then the tasks are forgotten.
+   */
   close(): Promise<void>;
 }
 
@@ -320,11 +325,18 @@ export function serveCaller(
     requestId: Extra["requestId"],
   ): Promise<CreateTaskResult> {
     const release = caller.tasks.reserve();
-    let invocation: ToolInvocation;
+    let invocation: ToolInvocation | undefined;
     try {
-      invocation = await caller.client(entry.endpointId).invoke(entry.operation, args, {
-        callerId: caller.settings.callerId,
-      });
+      invocation = await caller.trackStart((async () => {
+        const started = await caller.client(entry.endpointId).invoke(entry.operation, args, {
+          callerId: caller.settings.callerId,
+        });
+        if (!caller.closed) return started;
+        // Closed while the endpoint accepted: no task table will hold it, so it ends here.
+        await end(entry, started, "the MCP server closed before the task was created")
+          .catch(() => undefined);
+        return undefined;
+      })());
     } catch (error) {
       release();
       if (error instanceof ToolCallError) {
@@ -337,6 +349,9 @@ export function serveCaller(
       throw new McpError(ErrorCode.InternalError, `The call failed: ${error}`);
     }
     release();
+    if (invocation === undefined) {
+      throw new McpError(ErrorCode.InvalidRequest, "the MCP server closed");
+    }
     const task = await caller.tasks.createTask(params, requestId, request);
     follow(entry, invocation, task.taskId);
     return { task };
@@ -345,10 +360,10 @@ export function serveCaller(
   /** Follows a task's invocation: events as `statusMessage`, the terminal result at the end. */
   function follow(entry: ToolEntry, invocation: ToolInvocation, taskId: string): void {
     const { promise: ended, resolve: markEnded } = Promise.withResolvers<void>();
-    caller.tasks.setCancel(taskId, async () => {
+    caller.tasks.setCancel(taskId, async (reason) => {
       let answer;
       try {
-        answer = await end(entry, invocation, "cancelled through MCP tasks/cancel");
+        answer = await end(entry, invocation, reason);
       } catch (error) {
         caller.tasks.update(taskId, "working", `${cancelWord(entry)} failed: ${error}`);
         return;

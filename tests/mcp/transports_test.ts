@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
   CallToolResultSchema,
+  CreateTaskResultSchema,
   EmptyResultSchema,
   McpError,
   type Tool,
@@ -29,8 +30,8 @@ function httpClient(url: URL, token: string) {
 }
 
 /** The demo gateway's MCP handler, served over HTTP. */
-async function startHttp() {
-  const demo = await startDemo();
+async function startHttp(stepMs?: number) {
+  const demo = await startDemo(stepMs);
   const handler = mcpHttpHandler(demo.gateway, {
     definitions: [demo.definition],
     pollIntervalMs: 10,
@@ -183,6 +184,56 @@ Deno.test("mcp over HTTP: bad params of the SDK's own methods are InvalidParams 
   await a.transport.terminateSession();
   await a.client.close();
   await handler.close();
+  await server.shutdown();
+  await demo.stop();
+});
+
+Deno.test("mcp: closing the server ends the tasks still working: a Session stopped, an Action cancelled", async () => {
+  const demo = await startDemo(50);
+  const { client, mcp } = await connect(demo, "agent-1");
+  await startTask(client, "robot.demo.policy", { task: "sort" });
+  await startTask(client, "robot.demo.move", { target: "shelf" });
+  assertEquals(demo.handler.state.activeInvocations, 2);
+  await mcp.close();
+  // Nobody can reach those tasks once their table is gone: both ran on at the endpoint before.
+  assertEquals(demo.handler.state.activeInvocations, 0);
+  const { policy, move } = demo.handler.metrics.operations;
+  assertEquals([policy.stopped, move.cancelled], [1, 1]);
+  await client.close();
+  await demo.stop();
+});
+
+Deno.test("mcp: a task start the endpoint accepts while the server closes is ended, not left running", async () => {
+  const demo = await startDemo(50);
+  const { client, mcp } = await connect(demo, "agent-1");
+  // The invoke is on its way to the endpoint when close() begins.
+  const call = client.request(
+    {
+      method: "tools/call",
+      params: { name: "robot.demo.policy", arguments: { task: "sort" }, task: {} },
+    },
+    CreateTaskResultSchema,
+  ).catch((error: unknown) => error);
+  await mcp.close();
+  assertEquals(demo.handler.metrics.operations.policy.admitted, 1);
+  // Before, the clients closed under the pending invoke, and the Session ran on unreachable.
+  await until(() => demo.handler.state.activeInvocations === 0, "the Session to stop");
+  assertEquals(demo.handler.metrics.operations.policy.stopped, 1);
+  assertEquals((await call) instanceof McpError, true);
+  await client.close();
+  await demo.stop();
+});
+
+Deno.test("mcp over HTTP: closing the handler ends every caller's working tasks", async () => {
+  const { demo, handler, server } = await startHttp(50);
+  const a = httpClient(new URL(`http://127.0.0.1:${server.addr.port}/mcp`), "agent-a");
+  await a.client.connect(a.transport);
+  await startTask(a.client, "robot.demo.policy", { task: "sort" });
+  assertEquals(demo.handler.state.activeInvocations, 1);
+  await handler.close();
+  assertEquals(demo.handler.state.activeInvocations, 0);
+  assertEquals(demo.handler.metrics.operations.policy.stopped, 1);
+  await a.client.close();
   await server.shutdown();
   await demo.stop();
 });
