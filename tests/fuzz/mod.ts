@@ -19,6 +19,7 @@ import * as ffi from "./ffi.ts";
 import * as gatewayRouter from "./gateway_router.ts";
 import * as httpApi from "./http_api.ts";
 import * as lossyCaller from "./lossy_caller.ts";
+import * as mcpRequests from "./mcp_requests.ts";
 import * as security from "./security.ts";
 import * as shutdown from "./shutdown.ts";
 import * as wire from "./wire.ts";
@@ -53,6 +54,8 @@ export const SUITES: readonly Suite[] = [
   { name: "gateway-router", weight: 0.1, targets: gatewayRouter.targets },
   // A fresh gateway, provider and HTTP service per input of up to six requests.
   { name: "http-api", weight: 0.05, targets: httpApi.targets },
+  // A fresh gateway, provider and MCP server per input of up to eight JSON-RPC messages.
+  { name: "mcp-requests", weight: 0.05, targets: mcpRequests.targets },
 ];
 
 /** The pseudo target of the boundary checks: its input names the check. */
