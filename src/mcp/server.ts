@@ -325,20 +325,33 @@ export function serveCaller(
     requestId: Extra["requestId"],
   ): Promise<CreateTaskResult> {
     const release = caller.tasks.reserve();
-    let invocation: ToolInvocation | undefined;
+    let task: CreateTaskResult["task"] | undefined;
     try {
-      invocation = await caller.trackStart((async () => {
-        const started = await caller.client(entry.endpointId).invoke(entry.operation, args, {
+      // Tracked until the task holds its cancel hook: a close() meanwhile waits for it, then
+      // ends the task with the others (or, closed before, the start ends what it started).
+      task = await caller.trackStart((async () => {
+        const invocation = await caller.client(entry.endpointId).invoke(entry.operation, args, {
           callerId: caller.settings.callerId,
         });
-        if (!caller.closed) return started;
-        // Closed while the endpoint accepted: no task table will hold it, so it ends here.
-        await end(entry, started, "the MCP server closed before the task was created")
-          .catch(() => undefined);
-        return undefined;
+        release();
+        if (caller.closed) {
+          await end(entry, invocation, "the MCP server closed before the task was created")
+            .catch(() => undefined);
+          return undefined;
+        }
+        let created;
+        try {
+          created = await caller.tasks.createTask(params, requestId, request);
+        } catch (error) {
+          await end(entry, invocation, "its MCP task could not be created").catch(() => undefined);
+          throw error;
+        }
+        follow(entry, invocation, created.taskId);
+        return created;
       })());
     } catch (error) {
       release();
+      if (error instanceof McpError) throw error;
       if (error instanceof ToolCallError) {
         throw new McpError(
           ErrorCode.InvalidParams,
@@ -348,12 +361,7 @@ export function serveCaller(
       }
       throw new McpError(ErrorCode.InternalError, `The call failed: ${error}`);
     }
-    release();
-    if (invocation === undefined) {
-      throw new McpError(ErrorCode.InvalidRequest, "the MCP server closed");
-    }
-    const task = await caller.tasks.createTask(params, requestId, request);
-    follow(entry, invocation, task.taskId);
+    if (task === undefined) throw new McpError(ErrorCode.InvalidRequest, "the MCP server closed");
     return { task };
   }
 
