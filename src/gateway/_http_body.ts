@@ -56,7 +56,8 @@ interface TokenContext {
 /**
  * Reads each number of a body as Python's `json` reads its token, which Forge Gateway's checks
  * then see: an integer token past ±(2^53 − 1) becomes a bigint, so the request's models refuse
- * it by its exact value (`JSON.parse` would round it to a nearby number); an integer token `-0`
+ * it by its exact value (`JSON.parse` would round it to a nearby number; one of more than 40
+ * digits is refused by a stand-in, see {@linkcode LONG_INTEGER}); an integer token `-0`
  * is the integer 0; a float token with an integral value (`1000.0`, `1e300`, `-0.0`) stays a
  * number, marked as a float (see `markFloatMember`), so `timeout_ms` refuses it as Forge Gateway
  * refuses a float, while the arguments keep it and the Wire writes it back as that float.
@@ -67,20 +68,38 @@ function readNumberToken(
   value: unknown,
   context?: TokenContext,
 ): unknown {
-  if (typeof value !== "number" || !Number.isInteger(value)) return value;
+  // A fraction was a float token; an integral or infinite number may have been either.
+  if (typeof value !== "number" || (Number.isFinite(value) && !Number.isInteger(value))) {
+    return value;
+  }
   const source = context?.source;
   if (source === undefined) return value;
   if (/[.eE]/.test(source)) {
-    markFloatMember(this, key);
+    // A float token (`1e999` stays Infinity: the arguments refuse it as not finite).
+    if (Number.isFinite(value)) markFloatMember(this, key);
     return value;
   }
+  // An integer token (one of 309 digits or more is Infinity to JSON.parse).
   if (Number.isSafeInteger(value)) return value === 0 ? 0 : value;
-  return BigInt(source);
+  const negative = source.charCodeAt(0) === 0x2d;
+  if (source.length - (negative ? 1 : 0) <= LONG_INTEGER_DIGITS) return BigInt(source);
+  // Parsing a long digit string as a bigint costs more than linear time (55 ms for a million
+  // digits): a body of such tokens would hold the event loop. Any stand-in past the range is
+  // refused alike.
+  return negative ? -LONG_INTEGER : LONG_INTEGER;
 }
+
+/** Integer tokens of more digits than this stand for themselves as {@linkcode LONG_INTEGER}. */
+const LONG_INTEGER_DIGITS = 40;
+/** The stand-in of every integer token of more than {@linkcode LONG_INTEGER_DIGITS} digits. */
+const LONG_INTEGER = 10n ** BigInt(LONG_INTEGER_DIGITS);
 
 /** A body value for a message: a bigint (see {@linkcode readNumberToken}) as its digits. */
 function shown(value: unknown): string {
-  return typeof value === "bigint" ? String(value) : JSON.stringify(value);
+  if (typeof value !== "bigint") return JSON.stringify(value);
+  return value >= LONG_INTEGER || value <= -LONG_INTEGER
+    ? `an integer of more than ${LONG_INTEGER_DIGITS} digits`
+    : String(value);
 }
 
 /** The bounds of one body read. */

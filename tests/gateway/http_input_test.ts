@@ -88,6 +88,17 @@ Deno.test("http input: non-JSON, non-object, unknown field, bad arguments, timeo
       '{"timeout_ms":123456789012345678901234567890}',
       "timeout_ms must be a positive integer at most 300000: got 123456789012345678901234567890",
     ],
+    // A longer one is refused without parsing its digits (a million of them cost 55 ms as a
+    // bigint); one of 309 digits or more is no float Infinity (a not-finite value before).
+    [
+      `{"timeout_ms":${"9".repeat(100_000)}}`,
+      "timeout_ms must be a positive integer at most 300000: got an integer of more than 40 digits",
+    ],
+    [
+      `{"arguments":{"n":-${"9".repeat(100_000)}}}`,
+      "arguments.n integer exceeds interoperable range ±9007199254740991",
+    ],
+    ['{"arguments":{"f":-1e999}}', "arguments.f floating-point values must be finite"],
     // Python's str.strip() whitespace, as Forge's Gateway checks it (U+001C is whitespace there).
     ['{"caller_id":"\\u001c"}', "caller_id must be a non-empty string when provided"],
     // What the request's models refuse: the caller's 400, not the gateway failing (a 500 before).
