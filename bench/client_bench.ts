@@ -41,8 +41,8 @@ import { serveGatewayLoopbackRoute } from "../src/dora/gateway_node.ts";
 import { steadyBench } from "./_steady.ts";
 
 /**
- * The warmup of every case here: a client Query through the gateway node takes 50–60 µs in its
- * first two seconds and 37 µs from then on (in a process of its own).
+ * The warmup of every case here: a client Query through the gateway node takes 52–61 µs in its
+ * first two seconds (61, then 52) and 37–41 µs from then on (in a process of its own).
  */
 const CLIENT_WARMUP_MS = 2000;
 

@@ -89,7 +89,7 @@ function readNumberToken(
   return negative ? -LONG_INTEGER : LONG_INTEGER;
 }
 
-/** Integer tokens of more digits than this stand for themselves as {@linkcode LONG_INTEGER}. */
+/** Integer tokens of more digits than this are read as {@linkcode LONG_INTEGER}, not parsed. */
 const LONG_INTEGER_DIGITS = 40;
 /** The stand-in of every integer token of more than {@linkcode LONG_INTEGER_DIGITS} digits. */
 const LONG_INTEGER = 10n ** BigInt(LONG_INTEGER_DIGITS);

@@ -50,7 +50,7 @@ function errorAnswer(id: string | number, code: ErrorCode, message: string): JSO
  * The error answer to `message` when it is a request the Protocol would drop or answer as its
  * own failure; `undefined` for every other message (which the Protocol handles).
  */
-export function refusalOf(message: unknown): JSONRPCMessage | undefined {
+function refusalOf(message: unknown): JSONRPCMessage | undefined {
   if (typeof message !== "object" || message === null) return undefined;
   const { id, method } = message as { id?: unknown; method?: unknown };
   if ((typeof id !== "string" && typeof id !== "number") || typeof method !== "string") {
@@ -76,7 +76,7 @@ export function refusalOf(message: unknown): JSONRPCMessage | undefined {
  * Answers, on `transport`, the requests {@linkcode refusalOf} refuses, and hands every other
  * message to the handler the server installed (call after the server connected).
  */
-export function guardRequests(transport: Transport): void {
+function guardRequests(transport: Transport): void {
   const handle = transport.onmessage;
   transport.onmessage = (message: JSONRPCMessage, extra?: MessageExtraInfo) => {
     const refusal = refusalOf(message);

@@ -20,6 +20,8 @@ import { type AnyTarget, type FuzzTarget, invariant, tick } from "./_common.ts";
 
 /** Stands for the task id of the last task the scenario created (or an unknown one). */
 const LAST_TASK = "{last-task}";
+/** The id {@linkcode LAST_TASK} becomes before any task was created: no task has it. */
+const NO_TASK = "nope";
 
 /** One message of a scenario: its method, params (or none) and whether it carries an id. */
 export interface McpMessage {
@@ -33,7 +35,7 @@ export interface McpMessage {
 const wrongValue: fc.Arbitrary<unknown> = fc.constantFrom(5, -1, 1.5, true, null, [], {}, "", [1]);
 
 const taskIdArb: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom(LAST_TASK, "nope"),
+  fc.constantFrom(LAST_TASK, NO_TASK),
   wrongValue,
 );
 
@@ -132,8 +134,11 @@ export function mcpScenarioArb(): fc.Arbitrary<readonly McpMessage[]> {
 }
 
 /** True for a request that may wait for a Session's end (see the invariant above). */
-function waitsForSession(message: McpMessage, sentParams: unknown): boolean {
-  if (message.method === "tasks/result") return sentParams !== message.params;
+function waitsForSession(message: McpMessage, sentParams: unknown, lastTask: string): boolean {
+  // Only a real task's result waits: NO_TASK (no task yet) is answered "not found" at once.
+  if (message.method === "tasks/result") {
+    return sentParams !== message.params && lastTask !== NO_TASK;
+  }
   const params = message.params as { name?: unknown; task?: unknown } | null;
   return message.method === "tools/call" && typeof params === "object" && params !== null &&
     params.name === "robot.demo.policy" && params.task === undefined;
@@ -167,7 +172,7 @@ async function runScenario(
       answers.set(id, [...(answers.get(id) ?? []), message]);
     } else unexpected.push(message);
   };
-  let lastTask = "nope";
+  let lastTask = NO_TASK;
   try {
     await mcp.server.connect(server);
     await client.start();
@@ -192,7 +197,7 @@ async function runScenario(
       await client.send(raw as JSONRPCMessage);
       if (id === undefined) continue;
       sent.push(id);
-      if (waitsForSession(message, raw.params)) {
+      if (waitsForSession(message, raw.params, lastTask)) {
         mayWait.add(id);
         continue;
       }
