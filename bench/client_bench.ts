@@ -7,7 +7,10 @@
  * full round trip through a {@linkcode ToolGateway}: caller → gateway → provider → caller, both
  * from a caller in the gateway's process (`gateway.connect()`, IPC bytes on the provider hop) and
  * from a Dora caller of the gateway node (`examples/gateway_loopback.ts`: the dataflow of
- * `gateway_dataflow.yml` on three loopback dataflows, IPC bytes on both hops).
+ * `gateway_dataflow.yml` on three loopback dataflows, IPC bytes on both hops). The gateway node's
+ * Query is also timed in its parts, each alone: the same Query routed in process (client, gateway
+ * router and handler, no IPC) and the IPC encodes and decodes of its four hops; the summary
+ * compares the whole with their sum (what the dataflows, node runners and Dora edges add).
  */
 import {
   InProcessToolClientTransport,
@@ -27,11 +30,15 @@ import {
 import {
   invokeResponseFromPayload,
   makeInvokeRequestEnvelope,
+  makeRegistrationEnvelope,
   TOOL_ENDPOINT_PROTOCOL,
+  type ToolEnvelope,
 } from "../wire.ts";
 import { ToolGateway } from "../gateway.ts";
 import {
+  decodeToolEnvelopeIpc,
   DoraToolClientTransport,
+  encodeToolEnvelopeIpc,
   LoopbackDataflow,
   LoopbackToolClientTransport,
   serveToolEndpoint,
@@ -234,5 +241,67 @@ steadyBench({
   warmupMs: CLIENT_WARMUP_MS,
   async fn() {
     await plannerClient.query("detect", ARGS);
+  },
+});
+
+// The gateway node's Query in its parts, each timed alone: the summary compares the whole with
+// their sum, which leaves what the three loopback dataflows, their node runners and the gateway's
+// Dora edge add between the parts.
+//
+// Part 1: the same Query routed in process. The client, the gateway's router (ids, ownership,
+// exchange table, correlation) and the provider's handler, with the provider attached to the
+// route in process, so no message is framed as IPC.
+const routedGateway = new ToolGateway({ routes: { detector: ENDPOINT } });
+const routedHandler = makeHandler();
+let forwarded: ToolEnvelope | undefined;
+let answered: ToolEnvelope | undefined;
+routedGateway.attachRoute("detector", async (envelope) => {
+  if (envelope.messageType === "endpoint.registry.response") return;
+  forwarded = envelope;
+  for (const answer of await routedHandler.dispatch(envelope)) {
+    answered = answer;
+    routedGateway.receive("detector", answer);
+  }
+});
+routedGateway.receive(
+  "detector",
+  makeRegistrationEnvelope(descriptor, { endpointInstanceId: INSTANCE, requestId: "register-1" }),
+);
+const routedClient = new ToolEndpointClient({
+  transport: routedGateway.connect(),
+  endpointId: ENDPOINT,
+  descriptor,
+});
+if ((await routedClient.query("detect", ARGS)).status !== "succeeded") {
+  throw new Error("the Query routed in process did not succeed");
+}
+
+steadyBench({
+  name: "part: ToolEndpointClient.query routed in process (client, router, handler; no IPC)",
+  group: "gateway node parts",
+  warmupMs: CLIENT_WARMUP_MS,
+  baseline: true,
+  async fn() {
+    await routedClient.query("detect", ARGS);
+  },
+});
+
+// Part 2: the IPC of the four hops, on the messages of the routed Query above, each framed and
+// read once per hop as the gateway node's path does: the caller encodes the request its factory
+// built, the gateway decodes it and encodes the decoded request for the provider, which decodes
+// it; the provider encodes its handler's response, the gateway decodes it and encodes it for the
+// caller, which decodes it.
+const hopRequest = forwarded!;
+const hopResponse = answered!;
+steadyBench({
+  name: "part: the four hops' IPC (each message encoded and decoded once per hop)",
+  group: "gateway node parts",
+  warmupMs: CLIENT_WARMUP_MS,
+  // deno-lint-ignore require-await
+  async fn() {
+    const atGateway = decodeToolEnvelopeIpc(encodeToolEnvelopeIpc(hopRequest));
+    decodeToolEnvelopeIpc(encodeToolEnvelopeIpc(atGateway));
+    const fromProvider = decodeToolEnvelopeIpc(encodeToolEnvelopeIpc(hopResponse));
+    decodeToolEnvelopeIpc(encodeToolEnvelopeIpc(fromProvider));
   },
 });

@@ -6,7 +6,9 @@
  * generic path, the fast codec at 64 KiB against the Wire codec, the node round trip against the
  * sum of its parts timed alone (what the binding adds between the hops), the client's Query
  * against the same Query dispatched by hand, and the client's Query through the gateway (in
- * process, and as a Dora caller of the gateway node) against the client's Query in process. The
+ * process, and as a Dora caller of the gateway node) against the client's Query in process, and
+ * the gateway node's Query against the sum of its parts timed alone (the Query routed in process,
+ * the IPC of its four hops: what the dataflows, node runners and Dora edges add). The
  * Wire, carrier, node round trip, handler dispatch and client ratios are checked against the
  * targets they are held to.
  *
@@ -380,6 +382,27 @@ function keyRatios(report: BenchReport): KeyRatio[] {
       unit: "cost",
       // Issue 20's gateway hop target.
       target: { atMost: 6 },
+    },
+    {
+      suite: "client",
+      measure: "client Query routed by a gateway in process (no IPC) / client in process",
+      value: ratio(
+        avg(report, "gateway node parts", "part: ToolEndpointClient.query routed in process"),
+        avg(report, "client query", "ToolEndpointClient"),
+      ),
+      unit: "cost",
+    },
+    {
+      suite: "client",
+      measure: "client Query through the gateway node / its parts timed alone (the Query routed " +
+        "in process + the four hops' IPC)",
+      value: ratio(
+        avg(report, "client over loopback", "ToolEndpointClient.query through the gateway node"),
+        sumOf(report, "gateway node parts"),
+      ),
+      unit: "cost",
+      // Issue 20: caller → gateway → provider → caller over the loopback ÷ the sum of its parts.
+      target: { atMost: 1.3 },
     },
   );
   return out.filter((row) => row.value !== undefined);
