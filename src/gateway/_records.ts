@@ -8,7 +8,7 @@
 import { TERMINAL_EXECUTION_PHASE_VALUES } from "../endpoint/constants.ts";
 import type { ToolError } from "../endpoint/models.ts";
 import { pairKey } from "../_internal/text.ts";
-import { envelopeFromFactory, ToolEnvelope, type ToolEnvelopeInit } from "../wire/envelope.ts";
+import { envelopeReheaded, type ToolEnvelope } from "../wire/envelope.ts";
 
 /** The message types a caller may send. */
 export const EXECUTION_REQUESTS: ReadonlySet<string> = new Set<string>([
@@ -63,6 +63,8 @@ export interface PendingExchange {
   readonly forwarded: ToolEnvelope;
   readonly routeId: string;
   readonly instanceId: string;
+  /** The request's execution key (see {@linkcode executionKey}), built once when forwarded. */
+  readonly key: string;
   /** When it was forwarded (the gateway's clock, ms). */
   readonly startedAtMs: number;
 }
@@ -143,16 +145,14 @@ export function describe(envelope: ToolEnvelope): string {
   return `${envelope.messageType} endpoint_id=${envelope.endpointId} invocation_id=${envelope.invocationId} attempt_id=${envelope.attemptId} request_id=${envelope.requestId}`;
 }
 
-/** The typed validation of a copy whose source passed it (see {@linkcode withExchange}). */
-function validatedSource(): void {}
-
 /**
  * A copy of `envelope` with another request id and instance (both may be absent). When
  * `validated` (the source passed its typed validation: a factory built it, or the edge that
  * received it validated it), the copy is marked validated as a factory's envelope is: the typed
  * validation reads the payload and the execution headers, which the copy keeps, never the
- * request id or the instance, so the encoders need not run it again. A payload the source holds
- * as a canonical copy is taken as it is (see `copyJson`).
+ * request id or the instance, so the encoders need not run it again. Only the two new headers
+ * are checked (see `envelopeReheaded`); a payload the source holds as a canonical copy is taken
+ * as it is (see `copyJson`).
  */
 export function withExchange(
   envelope: ToolEnvelope,
@@ -160,15 +160,5 @@ export function withExchange(
   endpointInstanceId: string | undefined,
   validated: boolean,
 ): ToolEnvelope {
-  const init: ToolEnvelopeInit = {
-    messageType: envelope.messageType,
-    requestId,
-    invocationId: envelope.invocationId,
-    attemptId: envelope.attemptId,
-    endpointId: envelope.endpointId,
-    endpointInstanceId,
-    operation: envelope.operation,
-    payload: envelope.payload,
-  };
-  return validated ? envelopeFromFactory(init, validatedSource) : new ToolEnvelope(init);
+  return envelopeReheaded(envelope, requestId, endpointInstanceId, validated);
 }

@@ -7,7 +7,7 @@
  */
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
 import type { ToolOperationDescriptor } from "../endpoint/models.ts";
-import { pairedResponseType } from "../wire/envelope.ts";
+import { pairedResponseType } from "../wire/header_matrix.ts";
 import { pyRepr } from "../_internal/repr.ts";
 
 /**

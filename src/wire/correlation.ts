@@ -4,7 +4,8 @@
  * @module
  */
 import { ToolErrorCodes, ToolProtocolError } from "../endpoint/errors.ts";
-import { pairedResponseType, registryOperationOf, ToolEnvelope } from "./envelope.ts";
+import { ToolEnvelope } from "./envelope.ts";
+import { pairedResponseType, registryOperationOf } from "./header_matrix.ts";
 import { controlRequestFromPayload, controlResponseFromPayload } from "./execution_payloads.ts";
 import { endpointRegistryResponseFromPayload } from "./management_payloads.ts";
 

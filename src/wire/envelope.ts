@@ -21,8 +21,15 @@ import {
   type JsonObject,
 } from "../_internal/json.ts";
 import { pyRepr } from "../_internal/repr.ts";
-import { hasLoneSurrogate, isBlank } from "../_internal/text.ts";
-import { HEADER_MATRIX, type HeaderRow } from "./header_matrix.ts";
+import {
+  absent,
+  checkHeader,
+  checkInstanceId,
+  checkRequestId,
+  HEADER_MATRIX,
+  type HeaderRow,
+  invalidMessage,
+} from "./header_matrix.ts";
 import { executionKeyOfCheckedFields, ToolExecutionKey } from "../endpoint/execution.ts";
 
 /** The fields of a {@linkcode ToolEnvelope}; absent optional headers are `undefined`. */
@@ -81,28 +88,6 @@ export const wireFaults: JsonFaultReporter = (fault, path, detail) => {
   }
 };
 
-function invalidMessage(message: string, path: string): ToolProtocolError {
-  return new ToolProtocolError(ToolErrorCodes.INVALID_MESSAGE, message, path);
-}
-
-function absent(value: unknown): value is undefined | null {
-  return value === undefined || value === null;
-}
-
-/**
- * Checks an envelope string header: a non-blank string of Unicode scalar values. `scalar` says
- * the string is already known to hold no lone surrogate.
- */
-function checkHeader(value: unknown, field: string, scalar: boolean): string {
-  if (typeof value !== "string" || isBlank(value)) {
-    throw invalidMessage("must be a non-empty string", field);
-  }
-  if (!scalar && hasLoneSurrogate(value)) {
-    throw invalidMessage("must contain only valid Unicode scalar values", field);
-  }
-  return value;
-}
-
 /**
  * @internal How a decoded payload is taken: `"checked"` when the strict decoder's fast path
  * proved it interoperable (adopted as it is, already deeply frozen by the decoder) and every header string was decoded from UTF-8
@@ -159,6 +144,24 @@ class AnswerFields {
   ) {}
 
   static holds(value: object): value is AnswerFields {
+    return #brand in value;
+  }
+}
+
+/**
+ * The fields of a copy of an envelope the constructor built, with another request id and
+ * instance: the module-private token of {@linkcode envelopeReheaded}, told apart by its brand.
+ */
+class ReheadFields {
+  readonly #brand = true;
+  constructor(
+    readonly envelope: ToolEnvelope,
+    readonly requestId: string | undefined,
+    readonly endpointInstanceId: string | undefined,
+    readonly validated: boolean,
+  ) {}
+
+  static holds(value: object): value is ReheadFields {
     return #brand in value;
   }
 }
@@ -258,6 +261,30 @@ export class ToolEnvelope {
       Object.freeze(this);
       return;
     }
+    if (ReheadFields.holds(init)) {
+      // Only envelopeReheaded passes ReheadFields: the source's other headers passed this
+      // constructor's checks; the two new ones are checked here, in the constructor's order.
+      const source = init.envelope;
+      const row: HeaderRow = HEADER_MATRIX[source.messageType];
+      const endpointInstanceId = checkInstanceId(row, init.endpointInstanceId, false);
+      checkRequestId(row, init.requestId, false);
+      this.protocol = source.protocol;
+      this.messageType = source.messageType;
+      this.payload = copyJson(source.payload, "payload", wireFaults, 0, true) as JsonObject;
+      this.requestId = init.requestId;
+      this.invocationId = source.invocationId;
+      this.attemptId = source.attemptId;
+      this.endpointId = source.endpointId;
+      this.endpointInstanceId = endpointInstanceId;
+      this.operation = source.operation;
+      this.sequence = source.sequence;
+      // Neither header is part of the typed validation or of the models a payload was built
+      // from, so a validated source's copy is validated and keeps its models.
+      this.#typed = init.validated;
+      this.#source = init.validated ? source.#source : undefined;
+      Object.freeze(this);
+      return;
+    }
     // Only envelopeFromDecoded passes DecodedFields (see DecodedPayload).
     let checked = false;
     let integers = true;
@@ -292,17 +319,7 @@ export class ToolEnvelope {
     }
     const row: HeaderRow = HEADER_MATRIX[messageType as ToolMessageType];
     const endpointId = checkHeader(init.endpointId, "endpoint_id", checked);
-    let endpointInstanceId: string | undefined;
-    if (absent(init.endpointInstanceId)) {
-      if (row.endpointInstanceId === "required") {
-        throw invalidMessage(
-          "must be present for endpoint management messages",
-          "endpoint_instance_id",
-        );
-      }
-    } else {
-      endpointInstanceId = checkHeader(init.endpointInstanceId, "endpoint_instance_id", checked);
-    }
+    const endpointInstanceId = checkInstanceId(row, init.endpointInstanceId, checked);
     let invocationId: string | undefined;
     let attemptId: string | undefined;
     let operation: string | undefined;
@@ -376,23 +393,6 @@ export class ToolEnvelope {
 }
 
 /**
- * The `request_id` rule of a row: present and valid where required, absent where forbidden (the
- * message names the one type of each family that forbids it).
- */
-function checkRequestId(row: HeaderRow, requestId: unknown, scalar: boolean): void {
-  if (row.requestId === "required") {
-    checkHeader(requestId, "request_id", scalar);
-  } else if (!absent(requestId)) {
-    throw invalidMessage(
-      row.family === "tool"
-        ? "must be omitted for tool.event"
-        : "must be omitted for unsolicited endpoint.status",
-      "request_id",
-    );
-  }
-}
-
-/**
  * @internal Builds an envelope as a Wire factory does: the constructor's checks and copy, then
  * `validate` (the typed validation), and marks it so that {@linkcode isFactoryTyped} is true.
  * `source`: the built models a built payload came from (see {@linkcode builtInvokeRequestParts}
@@ -458,6 +458,38 @@ export function envelopeAnswering(
 }
 
 /**
+ * @internal A copy of a request or response `envelope` (never an event: a forged one's sequence
+ * is not copied) with `requestId` and `endpointInstanceId` (either may be absent where its
+ * message type allows), checked as the constructor checks them; its other
+ * headers and its payload are the source's, which passed the constructor's checks already, so
+ * they are not checked again. `validated`: the source passed its typed validation, which reads
+ * neither header, so the copy is marked as a factory's envelope. A forged or proxied source (no
+ * envelope the constructor built) takes the checked path: `new ToolEnvelope` of its fields.
+ */
+export function envelopeReheaded(
+  envelope: ToolEnvelope,
+  requestId: string | undefined,
+  endpointInstanceId: string | undefined,
+  validated: boolean,
+): ToolEnvelope {
+  if (typedMark.built(envelope)) {
+    const fields = new ReheadFields(envelope, requestId, endpointInstanceId, validated);
+    return new ToolEnvelope(fields as unknown as ToolEnvelopeInit);
+  }
+  const init: ToolEnvelopeInit = {
+    messageType: envelope.messageType,
+    requestId,
+    invocationId: envelope.invocationId,
+    attemptId: envelope.attemptId,
+    endpointId: envelope.endpointId,
+    endpointInstanceId,
+    operation: envelope.operation,
+    payload: envelope.payload,
+  };
+  return validated ? envelopeFromFactory(init, () => {}) : new ToolEnvelope(init);
+}
+
+/**
  * @internal The execution key of an execution message's headers. For an envelope the constructor
  * built, whose `invocation_id` and `attempt_id` it checked by the key's own rules, the key is
  * built without checking them again; a forged or proxied envelope's key is checked (a
@@ -485,25 +517,4 @@ export function envelopeFromDecoded(init: ToolEnvelopeInit, mode: DecodedPayload
   // the module-private DecodedFields.
   const fields = new DecodedFields(init, mode === "checked") as unknown as ToolEnvelopeInit;
   return new ToolEnvelope(fields);
-}
-
-const RESPONSE_OF: Readonly<Record<string, ToolMessageType>> = {
-  "tool.invoke.request": "tool.invoke.response",
-  "tool.status.request": "tool.status.response",
-  "tool.result.request": "tool.result.response",
-  "tool.control.request": "tool.control.response",
-};
-
-/** The response type paired with an execution request type, or `undefined` for other types. */
-export function pairedResponseType(messageType: string): ToolMessageType | undefined {
-  return Object.hasOwn(RESPONSE_OF, messageType) ? RESPONSE_OF[messageType] : undefined;
-}
-
-/** The Registry operation a management request asks for, or `undefined` for other types. */
-export function registryOperationOf(messageType: string): "register" | "unregister" | undefined {
-  return messageType === "endpoint.register"
-    ? "register"
-    : messageType === "endpoint.unregister"
-    ? "unregister"
-    : undefined;
 }

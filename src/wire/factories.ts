@@ -20,12 +20,8 @@ import {
   type ToolResultResponse,
 } from "../endpoint/models.ts";
 import type { JsonObject } from "../_internal/json.ts";
-import {
-  envelopeAnswering,
-  pairedResponseType,
-  registryOperationOf,
-  ToolEnvelope,
-} from "./envelope.ts";
+import { envelopeAnswering, ToolEnvelope } from "./envelope.ts";
+import { pairedResponseType, registryOperationOf } from "./header_matrix.ts";
 import {
   builtControlResponsePayload,
   builtErrorPayload,
