@@ -131,37 +131,25 @@ const typedMark: TypedMark = {
 };
 
 /**
- * The fields of a response to an envelope the constructor built: the module-private token of
- * {@linkcode envelopeAnswering}, told apart by its private brand like {@linkcode DecodedFields}.
+ * The fields of an envelope whose headers are those of an envelope the constructor built: a
+ * response to it (its headers as they are), or a copy of it with another request id and
+ * instance, both checked already (see {@linkcode envelopeAnswering} and
+ * {@linkcode envelopeReheaded}, the only two that make one). The constructor tells it from any
+ * other value by its private brand, like {@linkcode DecodedFields}.
  */
-class AnswerFields {
+class CopiedFields {
   readonly #brand = true;
   constructor(
     readonly messageType: ToolMessageType,
     readonly payload: JsonObject,
-    readonly request: ToolEnvelope,
+    readonly headers: ToolEnvelope,
+    readonly requestId: string | undefined,
+    readonly endpointInstanceId: string | undefined,
+    readonly typed: boolean,
     readonly source: object | undefined,
   ) {}
 
-  static holds(value: object): value is AnswerFields {
-    return #brand in value;
-  }
-}
-
-/**
- * The fields of a copy of an envelope the constructor built, with another request id and
- * instance: the module-private token of {@linkcode envelopeReheaded}, told apart by its brand.
- */
-class ReheadFields {
-  readonly #brand = true;
-  constructor(
-    readonly envelope: ToolEnvelope,
-    readonly requestId: string | undefined,
-    readonly endpointInstanceId: string | undefined,
-    readonly validated: boolean,
-  ) {}
-
-  static holds(value: object): value is ReheadFields {
+  static holds(value: object): value is CopiedFields {
     return #brand in value;
   }
 }
@@ -238,50 +226,27 @@ export class ToolEnvelope {
 
   /** Checks the header matrix and copies the payload; throws {@linkcode ToolProtocolError}. */
   constructor(init: ToolEnvelopeInit);
-  constructor(init: ToolEnvelopeInit | DecodedFields | AnswerFields) {
+  constructor(init: ToolEnvelopeInit | DecodedFields | CopiedFields) {
     if (typeof init !== "object" || init === null) {
       throw new TypeError("envelope fields must be an object");
     }
-    if (AnswerFields.holds(init)) {
-      // Only envelopeAnswering passes AnswerFields: the request's headers passed this
-      // constructor's checks, and a response's row of the header matrix is its request's.
-      const request = init.request;
-      this.protocol = request.protocol;
+    if (CopiedFields.holds(init)) {
+      // Only envelopeAnswering and envelopeReheaded pass CopiedFields: the headers passed this
+      // constructor's checks (the two a copy replaces were checked by their rules), a
+      // response's row of the header matrix is its request's, and the payload is canonical.
+      const headers = init.headers;
+      this.protocol = headers.protocol;
       this.messageType = init.messageType;
       this.payload = init.payload;
-      this.requestId = request.requestId;
-      this.invocationId = request.invocationId;
-      this.attemptId = request.attemptId;
-      this.endpointId = request.endpointId;
-      this.endpointInstanceId = request.endpointInstanceId;
-      this.operation = request.operation;
-      this.sequence = undefined;
-      this.#typed = true;
-      this.#source = init.source;
-      Object.freeze(this);
-      return;
-    }
-    if (ReheadFields.holds(init)) {
-      // Only envelopeReheaded passes ReheadFields: the source's other headers passed this
-      // constructor's checks; the two new ones are checked here, in the constructor's order.
-      const source = init.envelope;
-      const row: HeaderRow = HEADER_MATRIX[source.messageType];
-      const endpointInstanceId = checkInstanceId(row, init.endpointInstanceId, false);
-      checkRequestId(row, init.requestId, false);
-      this.protocol = source.protocol;
-      this.messageType = source.messageType;
-      this.payload = copyJson(source.payload, "payload", wireFaults, 0, true) as JsonObject;
       this.requestId = init.requestId;
-      this.invocationId = source.invocationId;
-      this.attemptId = source.attemptId;
-      this.endpointId = source.endpointId;
-      this.endpointInstanceId = endpointInstanceId;
-      this.operation = source.operation;
-      this.sequence = source.sequence;
-      // Neither header is part of the typed validation or of the models a payload was built
-      // from, so a validated source's copy is validated and keeps its models.
-      this.#typed = init.validated;
-      this.#source = init.validated ? source.#source : undefined;
+      this.invocationId = headers.invocationId;
+      this.attemptId = headers.attemptId;
+      this.endpointId = headers.endpointId;
+      this.endpointInstanceId = init.endpointInstanceId;
+      this.operation = headers.operation;
+      this.sequence = headers.sequence;
+      this.#typed = init.typed;
+      this.#source = init.source;
       Object.freeze(this);
       return;
     }
@@ -448,10 +413,13 @@ export function envelopeAnswering(
   source: object,
 ): ToolEnvelope | undefined {
   if (!typedMark.built(request)) return undefined;
-  const fields = new AnswerFields(
+  const fields = new CopiedFields(
     responseType,
     payload,
     request,
+    request.requestId,
+    request.endpointInstanceId,
+    true,
     source,
   ) as unknown as ToolEnvelopeInit;
   return new ToolEnvelope(fields);
@@ -473,7 +441,21 @@ export function envelopeReheaded(
   validated: boolean,
 ): ToolEnvelope {
   if (typedMark.built(envelope)) {
-    const fields = new ReheadFields(envelope, requestId, endpointInstanceId, validated);
+    // The two new headers by the constructor's rules, in its order; the others are the source's.
+    const row: HeaderRow = HEADER_MATRIX[envelope.messageType];
+    const instance = checkInstanceId(row, endpointInstanceId, false);
+    checkRequestId(row, requestId, false);
+    const fields = new CopiedFields(
+      envelope.messageType,
+      copyJson(envelope.payload, "payload", wireFaults, 0, true) as JsonObject,
+      envelope,
+      requestId,
+      instance,
+      // Neither header is part of the typed validation or of the models a payload was built
+      // from, so a validated source's copy is validated and keeps its models.
+      validated,
+      validated ? typedMark.source(envelope) : undefined,
+    );
     return new ToolEnvelope(fields as unknown as ToolEnvelopeInit);
   }
   const init: ToolEnvelopeInit = {
