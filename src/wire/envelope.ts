@@ -428,11 +428,11 @@ export function envelopeAnswering(
 /**
  * @internal A copy of a request or response `envelope` (never an event: a forged one's sequence
  * is not copied) with `requestId` and `endpointInstanceId` (either may be absent where its
- * message type allows), checked as the constructor checks them; its other
- * headers and its payload are the source's, which passed the constructor's checks already, so
- * they are not checked again. `validated`: the source passed its typed validation, which reads
- * neither header, so the copy is marked as a factory's envelope. A forged or proxied source (no
- * envelope the constructor built) takes the checked path: `new ToolEnvelope` of its fields.
+ * message type allows), both checked as the constructor checks them. Its other headers and its
+ * payload are the source's, which passed the constructor's checks already, so they are not
+ * checked again. `validated`: the source passed its typed validation, which reads neither
+ * header, so the copy is marked as a factory's envelope. A forged or proxied source (no envelope
+ * the constructor built) takes the checked path: `new ToolEnvelope` of its fields.
  */
 export function envelopeReheaded(
   envelope: ToolEnvelope,

@@ -110,8 +110,8 @@ export function absent(value: unknown): value is undefined | null {
 }
 
 /**
- * @internal Checks an envelope string header: a non-blank string of Unicode scalar values. `scalar` says
- * the string is already known to hold no lone surrogate.
+ * @internal Checks an envelope string header: a non-blank string of Unicode scalar values.
+ * `scalar` says the string is already known to hold no lone surrogate.
  */
 export function checkHeader(value: unknown, field: string, scalar: boolean): string {
   if (typeof value !== "string" || isBlank(value)) {
@@ -123,7 +123,10 @@ export function checkHeader(value: unknown, field: string, scalar: boolean): str
   return value;
 }
 
-/** @internal The `endpoint_instance_id` rule of a row: valid when present, present where required. */
+/**
+ * @internal The `endpoint_instance_id` rule of a row: valid when present, present where
+ * required.
+ */
 export function checkInstanceId(
   row: HeaderRow,
   value: unknown,
@@ -140,8 +143,8 @@ export function checkInstanceId(
 }
 
 /**
- * @internal The `request_id` rule of a row: present and valid where required, absent where forbidden (the
- * message names the one type of each family that forbids it).
+ * @internal The `request_id` rule of a row: present and valid where required, absent where
+ * forbidden (the message names the one type of each family that forbids it).
  */
 export function checkRequestId(row: HeaderRow, requestId: unknown, scalar: boolean): void {
   if (row.requestId === "required") {
@@ -163,12 +166,18 @@ const RESPONSE_OF: Readonly<Record<string, ToolMessageType>> = {
   "tool.control.request": "tool.control.response",
 };
 
-/** @internal The response type paired with an execution request type, or `undefined` for other types. */
+/**
+ * @internal The response type paired with an execution request type, or `undefined` for other
+ * types.
+ */
 export function pairedResponseType(messageType: string): ToolMessageType | undefined {
   return Object.hasOwn(RESPONSE_OF, messageType) ? RESPONSE_OF[messageType] : undefined;
 }
 
-/** @internal The Registry operation a management request asks for, or `undefined` for other types. */
+/**
+ * @internal The Registry operation a management request asks for, or `undefined` for other
+ * types.
+ */
 export function registryOperationOf(messageType: string): "register" | "unregister" | undefined {
   return messageType === "endpoint.register"
     ? "register"

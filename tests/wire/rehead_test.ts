@@ -7,6 +7,7 @@ import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import {
   ToolAccepted,
   ToolControlResponse,
+  ToolError,
   ToolExecutionStatus,
   ToolRequest,
   ToolResult,
@@ -33,7 +34,6 @@ import {
   envelopeReheaded,
   isFactoryTyped,
 } from "../../src/wire/envelope.ts";
-import { ToolError } from "../../mod.ts";
 import { context as helperContext } from "../_helpers.ts";
 
 const context = helperContext();
