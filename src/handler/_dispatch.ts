@@ -22,6 +22,7 @@ import type { ToolEventSink } from "./_emitter.ts";
 import type { ExecutionLifecycle } from "./_lifecycle.ts";
 import type { ProviderCalls } from "./_calls.ts";
 import type { QueryPath } from "./_query.ts";
+import type { Pending, PendingSet } from "./_abort.ts";
 
 /**
  * Provider failures answered as a protocol error that are the provider's fault (a changed
@@ -75,94 +76,114 @@ export class RequestAnswers {
   readonly #queries: QueryPath;
   readonly #lifecycle: ExecutionLifecycle;
   readonly #calls: ProviderCalls;
+  readonly #answering: PendingSet;
 
-  /** Answers through these parts; `validateRoute` checks the route of an untrusted request. */
+  /**
+   * Answers through these parts; `validateRoute` checks the route of an untrusted request;
+   * `answering` holds an entry for each answer in progress (close() waits for them).
+   */
   constructor(
     operations: ReadonlyMap<string, ToolOperationDescriptor>,
     validateRoute: (request: ToolEnvelope) => void,
     queries: QueryPath,
     lifecycle: ExecutionLifecycle,
     calls: ProviderCalls,
+    answering: PendingSet,
   ) {
     this.#operations = operations;
     this.#validateRoute = validateRoute;
     this.#queries = queries;
     this.#lifecycle = lifecycle;
     this.#calls = calls;
+    this.#answering = answering;
   }
 
-  /** Answers `request` (see the handler's dispatch); `routed`: its route was checked. */
+  /**
+   * Answers `request` (see the handler's dispatch); `routed`: its route was checked. `entry`, the
+   * answer's entry in `answering`, leaves it when the answer is settled, whichever way.
+   */
   async answer(
     request: ToolEnvelope,
     options: DispatchOptions,
     routed: boolean,
+    entry: Pending,
   ): Promise<readonly ToolEnvelope[]> {
-    if (!routed) this.#validateRoute(request);
-    // The typed validation, once: an invoke request's models are built in the same pass, a
-    // control request's command read in it (the checks and errors of its validator), and a
-    // status or result request a Wire factory built and validated is not checked again.
-    let parts: InvokeRequestParts | undefined;
-    let control: ControlRequest | undefined;
     try {
-      if (request.messageType === "tool.invoke.request") {
-        parts = invokeRequestFromEnvelope(request);
-      } else if (request.messageType === "tool.control.request") {
-        control = controlRequestOf(request);
-      } else checkTypedEnvelope(request);
-    } catch (error) {
-      if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
-      throw error;
-    }
-    const operation = this.#operations.get(request.operation!)!;
-    if (parts !== undefined) {
-      return operation.semantics === "query"
-        ? [await this.#queries.invoke(request, operation, parts)]
-        : await this.#lifecycle.start(request, operation, parts, options.eventSink, options.signal);
-    }
-    if (operation.semantics === "query") {
-      throw new ToolProtocolError(
-        ToolErrorCodes.UNSUPPORTED_OPERATION,
-        "Query operations do not support status, result, or control requests",
-        "operation",
-      );
-    }
-    const key = executionKeyOf(request);
-    try {
-      switch (request.messageType) {
-        case "tool.status.request":
-          return [
-            makeStatusResponseEnvelope(await this.#lifecycle.status(key, operation), request),
-          ];
-        case "tool.result.request":
-          return [
-            makeResultResponseEnvelope(await this.#lifecycle.result(key, operation), request),
-          ];
-        default:
-          return [
-            makeControlResponseEnvelope(
-              await this.#lifecycle.control(control!, key, operation),
-              request,
-            ),
-          ];
+      if (!routed) this.#validateRoute(request);
+      // The typed validation, once: an invoke request's models are built in the same pass, a
+      // control request's command read in it (the checks and errors of its validator), and a
+      // status or result request a Wire factory built and validated is not checked again.
+      let parts: InvokeRequestParts | undefined;
+      let control: ControlRequest | undefined;
+      try {
+        if (request.messageType === "tool.invoke.request") {
+          parts = invokeRequestFromEnvelope(request);
+        } else if (request.messageType === "tool.control.request") {
+          control = controlRequestOf(request);
+        } else checkTypedEnvelope(request);
+      } catch (error) {
+        if (error instanceof ToolProtocolError) return [protocolErrorResponse(error, request)];
+        throw error;
       }
-    } catch (error) {
-      if (error instanceof ToolEndpointError) {
-        return [makeErrorResponseEnvelope(error.error, request)];
+      const operation = this.#operations.get(request.operation!)!;
+      if (parts !== undefined) {
+        return operation.semantics === "query"
+          ? [await this.#queries.invoke(request, operation, parts)]
+          : await this.#lifecycle.start(
+            request,
+            operation,
+            parts,
+            options.eventSink,
+            options.signal,
+          );
       }
-      const isProtocol = error instanceof ToolProtocolError;
-      if (!isProtocol || PROVIDER_FAULTS.has(error.code)) {
-        this.#calls.log(
-          "error",
-          REQUEST_FAILED_EVENT[request.messageType],
-          `answering ${request.messageType} failed through the provider: ${
-            isProtocol ? "it is answered with a protocol error" : "it is not answered"
-          }`,
-          logIdsOf(request),
-          error,
+      if (operation.semantics === "query") {
+        throw new ToolProtocolError(
+          ToolErrorCodes.UNSUPPORTED_OPERATION,
+          "Query operations do not support status, result, or control requests",
+          "operation",
         );
       }
-      if (isProtocol) return [protocolErrorResponse(error, request)];
-      throw error;
+      const key = executionKeyOf(request);
+      try {
+        switch (request.messageType) {
+          case "tool.status.request":
+            return [
+              makeStatusResponseEnvelope(await this.#lifecycle.status(key, operation), request),
+            ];
+          case "tool.result.request":
+            return [
+              makeResultResponseEnvelope(await this.#lifecycle.result(key, operation), request),
+            ];
+          default:
+            return [
+              makeControlResponseEnvelope(
+                await this.#lifecycle.control(control!, key, operation),
+                request,
+              ),
+            ];
+        }
+      } catch (error) {
+        if (error instanceof ToolEndpointError) {
+          return [makeErrorResponseEnvelope(error.error, request)];
+        }
+        const isProtocol = error instanceof ToolProtocolError;
+        if (!isProtocol || PROVIDER_FAULTS.has(error.code)) {
+          this.#calls.log(
+            "error",
+            REQUEST_FAILED_EVENT[request.messageType],
+            `answering ${request.messageType} failed through the provider: ${
+              isProtocol ? "it is answered with a protocol error" : "it is not answered"
+            }`,
+            logIdsOf(request),
+            error,
+          );
+        }
+        if (isProtocol) return [protocolErrorResponse(error, request)];
+        throw error;
+      }
+    } finally {
+      this.#answering.leave(entry);
     }
   }
 }

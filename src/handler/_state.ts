@@ -9,6 +9,7 @@ import type { ToolEndpointHandler } from "./handler.ts";
 import type { ExecutionLedger } from "./_ledger.ts";
 import type { ProviderCalls } from "./_calls.ts";
 import type { QueryPath } from "./_query.ts";
+import type { PendingSet } from "./_abort.ts";
 
 /** A read-only snapshot of a handler's state, for health reporting. */
 export interface ToolEndpointHandlerState {
@@ -127,6 +128,7 @@ interface StateParts {
   readonly operations: ReadonlyMap<string, ToolOperationDescriptor>;
   readonly queries: QueryPath;
   readonly calls: ProviderCalls;
+  readonly answering: PendingSet;
 }
 
 // Each handler's parts, registered by its constructor (see handlerLoad).
@@ -139,8 +141,17 @@ export function registerHandlerState(
   operations: ReadonlyMap<string, ToolOperationDescriptor>,
   queries: QueryPath,
   calls: ProviderCalls,
+  answering: PendingSet,
 ): void {
-  parts.set(handler, { ledger, operations, queries, calls });
+  parts.set(handler, { ledger, operations, queries, calls, answering });
+}
+
+/**
+ * @internal How many of `handler`'s dispatches have not settled yet (the entries close() waits
+ * for); `undefined` for an object no handler constructor registered.
+ */
+export function answersInProgress(handler: ToolEndpointHandler): number | undefined {
+  return parts.get(handler)?.answering.size;
 }
 
 /**

@@ -142,13 +142,21 @@ export class ToolEndpointHandler {
     const changed = () => this.#watchers.changed();
     this.#ledger = new ExecutionLedger(executing, settings.maxRetained, changed);
     this.#lifecycle = new ExecutionLifecycle(this.#ledger, this.#calls);
-    registerHandlerState(this, this.#ledger, this.#operations, this.#queries, this.#calls);
+    registerHandlerState(
+      this,
+      this.#ledger,
+      this.#operations,
+      this.#queries,
+      this.#calls,
+      this.#dispatches,
+    );
     this.#requests = new RequestAnswers(
       this.#operations,
       (request) => this.validateRequestRoute(request),
       this.#queries,
       this.#lifecycle,
       this.#calls,
+      this.#dispatches,
     );
   }
 
@@ -306,9 +314,10 @@ export class ToolEndpointHandler {
     routed?: unknown,
   ): Promise<readonly ToolEnvelope[]> {
     // Only dispatchRouted passes ROUTE_TRUSTED; any other value is ignored.
-    const work = this.#requests.answer(request, options, routed === ROUTE_TRUSTED);
-    // close() waits for answers, not only for provider calls.
-    this.#dispatches.track(work);
+    // close() waits for answers, not only for provider calls: each answer leaves the set itself.
+    const entry = this.#dispatches.enter();
+    const work = this.#requests.answer(request, options, routed === ROUTE_TRUSTED, entry);
+    entry.promise = work;
     return work;
   }
 

@@ -27,7 +27,8 @@ import {
   type ToolEnvelope,
   ToolProtocolError,
 } from "../../wire.ts";
-import { silentLogger } from "../_helpers.ts";
+import { replaceEnvelope, silentLogger } from "../_helpers.ts";
+import { answersInProgress } from "../../src/handler/_state.ts";
 import { LongRunning, requests, robotHandler } from "./_fakes.ts";
 
 const OPERATIONS = [["move", "action"], ["serve", "session"]] as const;
@@ -319,7 +320,15 @@ Deno.test("close() answers every request still waiting on a provider once its gr
   const start = handler.dispatch(request("move", "m-1", "r-2").invoke);
   const duplicate = handler.dispatch(request("move", "m-1", "r-3").invoke);
   const status = handler.dispatch(request("move", "m-2", "r-4").status);
+  // close() waits for the answers themselves, not only for the provider calls they wait on.
+  const order: string[] = [];
+  for (const [name, answer] of [["query", query], ["start", start], ["status", status]] as const) {
+    answer.then(() => order.push(name));
+  }
   await handler.close({ graceMs: 20 });
+  order.push("closed");
+  assertEquals(order.at(-1), "closed");
+  assertEquals(order.length, 4);
 
   const [queryAnswer] = await query;
   const queryResult = invokeResponseFromPayload(queryAnswer.payload);
@@ -370,4 +379,29 @@ Deno.test("close() refuses a graceMs that is not a non-negative finite number, s
   assertInstanceOf(result, ToolResult);
   assertEquals(result.status, "unknown");
   assertEquals(handler.state.closed, true);
+});
+
+Deno.test("the answers close() waits for: each dispatch counts until it settles, whichever way", async () => {
+  const { handler, request } = setup();
+  const hanging = [
+    handler.dispatch(request("detect", "q-1", "r-1").invoke),
+    handler.dispatch(request("move", "m-1", "r-2").invoke),
+    handler.dispatch(request("move", "m-2", "r-3").status),
+  ];
+  assertEquals(answersInProgress(handler), 3);
+  // A refused route rejects; a status request with a payload its type does not allow is answered
+  // with a protocol error. Both settle as soon as dispatch returns; neither stays counted.
+  const refused = handler.dispatch(
+    replaceEnvelope(request("detect", "q-2", "r-4").invoke, { endpointId: "other" }),
+  );
+  const answering = handler.dispatch(
+    replaceEnvelope(request("move", "m-3", "r-5").status, { payload: { extra: true } }),
+  );
+  assertEquals(answersInProgress(handler), 3);
+  await assertRejects(() => refused, ToolProtocolError);
+  assertEquals((await answering)[0].messageType, "tool.error");
+  assertEquals(answersInProgress(handler), 3);
+  await handler.close({ graceMs: 10 });
+  await Promise.all(hanging);
+  assertEquals(answersInProgress(handler), 0);
 });
