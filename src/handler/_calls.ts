@@ -13,7 +13,7 @@ import type { ToolTracer } from "../endpoint/trace.ts";
 import type { ExecutionRecord } from "./_ledger.ts";
 import { AbortFanout, atDeadline, type DeadlineTimer, PendingSet } from "./_abort.ts";
 import type { HandlerSettings } from "./_options.ts";
-import { isThenable, SETTLED } from "../_internal/async.ts";
+import { isThenable } from "../_internal/async.ts";
 
 /** Why a provider call still pending when close()'s grace ran out ended. */
 export const ABANDONED: ToolProtocolError = new ToolProtocolError(
@@ -208,10 +208,10 @@ export class ProviderCalls {
       const answer = fn();
       if (!isThenable(answer)) {
         // Answered before returning (most status and result methods): nothing is left for
-        // close() to wait for or abandon, so the call is not tracked. The answer still reaches
-        // the caller one reaction later, as a tracked call's does: the same microtask turn.
+        // close() to wait for or abandon, so the call is not tracked, and its answer is already
+        // settled: it reaches the caller one microtask turn before a promised answer would.
         if (this.#onAbandon.signal.aborted) return Promise.reject(this.#onAbandon.signal.reason);
-        return SETTLED.then(() => answer);
+        return Promise.resolve(answer);
       }
       promise = Promise.resolve(answer);
     } catch (error) {
