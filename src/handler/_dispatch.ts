@@ -147,14 +147,25 @@ export class RequestAnswers {
       const key = executionKeyOf(request);
       try {
         switch (request.messageType) {
-          case "tool.status.request":
+          case "tool.status.request": {
+            // A retained answer comes as it is: no await, no microtask turn.
+            const status = this.#lifecycle.status(key, operation);
             return [
-              makeStatusResponseEnvelope(await this.#lifecycle.status(key, operation), request),
+              makeStatusResponseEnvelope(
+                status instanceof Promise ? await status : status,
+                request,
+              ),
             ];
-          case "tool.result.request":
+          }
+          case "tool.result.request": {
+            const result = this.#lifecycle.result(key, operation);
             return [
-              makeResultResponseEnvelope(await this.#lifecycle.result(key, operation), request),
+              makeResultResponseEnvelope(
+                result instanceof Promise ? await result : result,
+                request,
+              ),
             ];
+          }
           default:
             return [
               makeControlResponseEnvelope(

@@ -372,13 +372,24 @@ export class ExecutionLifecycle {
   // -------------------------------------------------------------------------------------------
   // Status, result, control
 
-  /** Answers a status request: the retained terminal status, else the provider's. */
-  async status(
+  /**
+   * Answers a status request: the retained terminal status (returned as it is, not as a promise:
+   * a caller's `await` of a settled promise was one microtask turn per retained answer), else the
+   * provider's.
+   */
+  status(
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): ToolExecutionStatus | Promise<ToolExecutionStatus> {
+    const cached = this.#ledger.get(key)?.status;
+    if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
+    return this.#providerStatus(key, operation);
+  }
+
+  async #providerStatus(
     key: ToolExecutionKey,
     operation: ToolOperationDescriptor,
   ): Promise<ToolExecutionStatus> {
-    const cached = this.#ledger.get(key)?.status;
-    if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
     const status = executionStatus(await this.#askStatus(key, operation.name));
     if (isTerminalPhase(status.phase)) {
       const result = authoritativeResult(
@@ -392,15 +403,25 @@ export class ExecutionLifecycle {
     return status;
   }
 
-  /** Answers a result request: the retained terminal result, else the provider's. */
-  async result(
+  /**
+   * Answers a result request: the retained terminal result (as it is, see `status`), else the
+   * provider's.
+   */
+  result(
     key: ToolExecutionKey,
     operation: ToolOperationDescriptor,
-  ): Promise<ToolResultResponse> {
+  ): ToolResultResponse | Promise<ToolResultResponse> {
     const retained = this.#ledger.get(key)?.result;
     if (retained !== undefined) {
       return new ToolResultResponse({ status: "available", result: retained });
     }
+    return this.#providerResult(key, operation);
+  }
+
+  async #providerResult(
+    key: ToolExecutionKey,
+    operation: ToolOperationDescriptor,
+  ): Promise<ToolResultResponse> {
     const response = resultResponse(await this.#askResult(key, operation.name));
     if (response.status === "available" && response.result !== undefined) {
       const status = executionStatus(await this.#askStatus(key, operation.name));
