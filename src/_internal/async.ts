@@ -22,6 +22,18 @@ export function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /**
+ * `f(value)` now when `value` is already there, else once the promise `value` fulfils (a
+ * rejection passes through): a step that is synchronous whenever its input was costs no
+ * microtask turn. Only a native `Promise` is waited for; any other value is taken as it is.
+ */
+export function andThen<T, R>(
+  value: T | Promise<T>,
+  f: (value: T) => R | Promise<R>,
+): R | Promise<R> {
+  return value instanceof Promise ? value.then(f) : f(value);
+}
+
+/**
  * `Promise.withResolvers()` for runtimes that lack it (Node.js 20 has none; mod.ts runs there).
  */
 export function withResolvers<T = void>(): Resolvers<T> {

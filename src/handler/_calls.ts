@@ -203,6 +203,15 @@ export class ProviderCalls {
 
   /** Calls provider code (a synchronous throw becomes a rejection) and tracks it for close(). */
   call<T>(fn: () => T | PromiseLike<T>): Promise<T> {
+    const answer = this.callNow(fn);
+    return answer instanceof Promise ? answer : Promise.resolve(answer);
+  }
+
+  /**
+   * {@linkcode call}, except that an answer the provider returned synchronously (not a thenable)
+   * is returned as it is, for a caller that goes on without a microtask turn (see `andThen`).
+   */
+  callNow<T>(fn: () => T | PromiseLike<T>): T | Promise<T> {
     let promise: Promise<T>;
     try {
       const answer = fn();
@@ -211,7 +220,7 @@ export class ProviderCalls {
         // close() to wait for or abandon, so the call is not tracked, and its answer is already
         // settled: it reaches the caller one microtask turn before a promised answer would.
         if (this.#onAbandon.signal.aborted) return Promise.reject(this.#onAbandon.signal.reason);
-        return Promise.resolve(answer);
+        return answer;
       }
       promise = Promise.resolve(answer);
     } catch (error) {

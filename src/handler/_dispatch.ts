@@ -148,7 +148,7 @@ export class RequestAnswers {
       try {
         switch (request.messageType) {
           case "tool.status.request": {
-            // A retained answer comes as it is: no await, no microtask turn.
+            // An answer known synchronously comes as it is: no await, no microtask turn.
             const status = this.#lifecycle.status(key, operation);
             return [
               makeStatusResponseEnvelope(
@@ -166,13 +166,15 @@ export class RequestAnswers {
               ),
             ];
           }
-          default:
+          default: {
+            const response = this.#lifecycle.control(control!, key, operation);
             return [
               makeControlResponseEnvelope(
-                await this.#lifecycle.control(control!, key, operation),
+                response instanceof Promise ? await response : response,
                 request,
               ),
             ];
+          }
         }
       } catch (error) {
         if (error instanceof ToolEndpointError) {

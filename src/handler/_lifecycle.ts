@@ -33,7 +33,7 @@ import type { ToolLogIds } from "../endpoint/log.ts";
 import { endInvocationSpan, startInvocationSpan } from "../endpoint/trace.ts";
 import { showValue } from "../_internal/repr.ts";
 import { EMPTY_OBJECT } from "../_internal/json.ts";
-import { SETTLED, withResolvers } from "../_internal/async.ts";
+import { andThen, SETTLED, withResolvers } from "../_internal/async.ts";
 
 const UNKNOWN_START_ERROR = {
   code: ToolErrorCodes.ENDPOINT_OUTCOME_UNKNOWN,
@@ -337,20 +337,20 @@ export class ExecutionLifecycle {
   // -------------------------------------------------------------------------------------------
   // The provider's authoritative state
 
-  // Each helper returns the provider call's own promise (no async wrapper), so a caller's one
-  // `await` resumes in the same microtask turn as before the split: a terminal event releases
-  // its permit before a following invoke is admitted.
+  // Each helper returns the provider's synchronous answer as it is, or the provider call's own
+  // promise (no async wrapper), so a caller goes on at once or after its one `await`: a terminal
+  // event releases its permit before a following invoke is admitted.
 
   /** Asks the provider for the result of `key`: check the answer with `resultResponse`. */
-  #askResult(key: ToolExecutionKey, operation: string): Promise<unknown> {
+  #askResult(key: ToolExecutionKey, operation: string): unknown {
     const provider = this.#host.provider(operation) as ActionToolEndpoint | SessionToolEndpoint;
-    return this.#host.call(() => provider.result(key, this.#host.callOptions()));
+    return this.#host.callNow(() => provider.result(key, this.#host.callOptions()));
   }
 
   /** Asks the provider for the status of `key`: check the answer with `executionStatus`. */
-  #askStatus(key: ToolExecutionKey, operation: string): Promise<unknown> {
+  #askStatus(key: ToolExecutionKey, operation: string): unknown {
     const provider = this.#host.provider(operation) as ActionToolEndpoint | SessionToolEndpoint;
-    return this.#host.call(() => provider.status(key, this.#host.callOptions()));
+    return this.#host.callNow(() => provider.status(key, this.#host.callOptions()));
   }
 
   async #terminalForEvent(record: ExecutionRecord, phase: TerminalExecutionPhase): Promise<void> {
@@ -373,9 +373,9 @@ export class ExecutionLifecycle {
   // Status, result, control
 
   /**
-   * Answers a status request: the retained terminal status (returned as it is, not as a promise:
-   * a caller's `await` of a settled promise was one microtask turn per retained answer), else the
-   * provider's.
+   * Answers a status request: the retained terminal status, else the provider's. What is known
+   * synchronously (a retained status, a provider's synchronous answers) is returned as it is, not
+   * as a promise: each `await` of a settled promise was a microtask turn of the dispatch.
    */
   status(
     key: ToolExecutionKey,
@@ -383,29 +383,32 @@ export class ExecutionLifecycle {
   ): ToolExecutionStatus | Promise<ToolExecutionStatus> {
     const cached = this.#ledger.get(key)?.status;
     if (cached !== undefined && isTerminalPhase(cached.phase)) return cached;
-    return this.#providerStatus(key, operation);
+    return andThen(
+      this.#askStatus(key, operation.name),
+      (answer) => this.#statusAnswered(key, operation.name, executionStatus(answer)),
+    );
   }
 
-  async #providerStatus(
+  /** Records the provider's `status`; a terminal one with its authoritative result. */
+  #statusAnswered(
     key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolExecutionStatus> {
-    const status = executionStatus(await this.#askStatus(key, operation.name));
-    if (isTerminalPhase(status.phase)) {
-      const result = authoritativeResult(
-        await this.#askResult(key, operation.name),
-        "exposed a terminal phase",
-      );
-      this.#ledger.recordTerminal(key, operation.name, status, result, true);
-    } else {
-      this.#ledger.recordStatus(key, operation.name, status);
+    operation: string,
+    status: ToolExecutionStatus,
+  ): ToolExecutionStatus | Promise<ToolExecutionStatus> {
+    if (!isTerminalPhase(status.phase)) {
+      this.#ledger.recordStatus(key, operation, status);
+      return status;
     }
-    return status;
+    return andThen(this.#askResult(key, operation), (answer) => {
+      const result = authoritativeResult(answer, "exposed a terminal phase");
+      this.#ledger.recordTerminal(key, operation, status, result, true);
+      return status;
+    });
   }
 
   /**
-   * Answers a result request: the retained terminal result (as it is, see `status`), else the
-   * provider's.
+   * Answers a result request: the retained terminal result, else the provider's (as it is when
+   * known synchronously, see `status`).
    */
   result(
     key: ToolExecutionKey,
@@ -415,48 +418,59 @@ export class ExecutionLifecycle {
     if (retained !== undefined) {
       return new ToolResultResponse({ status: "available", result: retained });
     }
-    return this.#providerResult(key, operation);
+    return andThen(this.#askResult(key, operation.name), (answer) => {
+      const response = resultResponse(answer);
+      if (response.status !== "available" || response.result === undefined) return response;
+      const result = response.result;
+      return andThen(this.#askStatus(key, operation.name), (status) => {
+        this.#ledger.recordTerminal(key, operation.name, executionStatus(status), result, true);
+        return response;
+      });
+    });
   }
 
-  async #providerResult(
-    key: ToolExecutionKey,
-    operation: ToolOperationDescriptor,
-  ): Promise<ToolResultResponse> {
-    const response = resultResponse(await this.#askResult(key, operation.name));
-    if (response.status === "available" && response.result !== undefined) {
-      const status = executionStatus(await this.#askStatus(key, operation.name));
-      this.#ledger.recordTerminal(key, operation.name, status, response.result, true);
-    }
-    return response;
-  }
-
-  /** Answers a control request; an accepted control aborts the execution's signal. */
-  async control(
+  /**
+   * Answers a control request; an accepted control aborts the execution's signal. A provider's
+   * synchronous answer is returned as it is (see `status`).
+   */
+  control(
     { command, reason }: ControlRequest,
     key: ToolExecutionKey,
     operation: ToolOperationDescriptor,
-  ): Promise<ToolControlResponse> {
-    let response: unknown;
+  ): ToolControlResponse | Promise<ToolControlResponse> {
     const method = controlMethod(command, operation);
     if (method === undefined) {
-      response = new ToolControlResponse({ command, status: "unsupported" });
-    } else {
-      const provider = this.#host.provider(operation.name) as unknown as Record<
-        string,
-        (key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) => unknown
-      >;
-      response = await this.#host.call(() =>
-        provider[method](key, reason, this.#host.callOptions())
+      return this.#controlAnswered(
+        new ToolControlResponse({ command, status: "unsupported" }),
+        command,
+        key,
       );
-      if (!(response instanceof ToolControlResponse)) {
-        throw new TypeError(
-          `Tool endpoint ${method}() must return a ToolControlResponse: current value is ${
-            showValue(response)
-          }`,
-        );
-      }
     }
-    const control = response as ToolControlResponse;
+    const provider = this.#host.provider(operation.name) as unknown as Record<
+      string,
+      (key: ToolExecutionKey, reason: string | undefined, options: ToolCallOptions) => unknown
+    >;
+    return andThen(
+      this.#host.callNow(() => provider[method](key, reason, this.#host.callOptions())),
+      (response) => {
+        if (!(response instanceof ToolControlResponse)) {
+          throw new TypeError(
+            `Tool endpoint ${method}() must return a ToolControlResponse: current value is ${
+              showValue(response)
+            }`,
+          );
+        }
+        return this.#controlAnswered(response, command, key);
+      },
+    );
+  }
+
+  /** Checks the provider's control response against `command`; an acceptance aborts. */
+  #controlAnswered(
+    control: ToolControlResponse,
+    command: ToolControlCommand,
+    key: ToolExecutionKey,
+  ): ToolControlResponse {
     if (control.command !== command) {
       throw new ToolProtocolError(
         ToolErrorCodes.CORRELATION_MISMATCH,

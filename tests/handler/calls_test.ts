@@ -4,7 +4,7 @@
  * before one returned as a promise, a throw becomes a rejection, a thenable is followed, and a
  * call made once close() abandoned the pending ones is refused.
  */
-import { assertEquals, assertRejects, assertStrictEquals } from "@std/assert";
+import { assertEquals, assertInstanceOf, assertRejects, assertStrictEquals } from "@std/assert";
 import { ToolEndpointDescriptor, ToolOperationDescriptor, ToolResult } from "../../mod.ts";
 import { ABANDONED, ProviderCalls } from "../../src/handler/_calls.ts";
 import { handlerSettings } from "../../src/handler/_options.ts";
@@ -79,4 +79,27 @@ Deno.test("calls: a throw is a rejection, a thenable is followed, an abandoned h
     await host.call(() => Promise.resolve(DONE)).catch((error) => error),
     ABANDONED,
   );
+});
+
+Deno.test("calls: callNow hands a synchronous answer over as it is, anything else as a promise", async () => {
+  const host = calls();
+  assertStrictEquals(host.callNow(() => DONE), DONE);
+  const answer = { then: 1 };
+  assertStrictEquals(host.callNow(() => answer), answer);
+  const promised = host.callNow(() => Promise.resolve(DONE));
+  assertInstanceOf(promised, Promise);
+  assertStrictEquals(await promised, DONE);
+  const thrown = host.callNow(() => {
+    throw new Error("boom");
+  });
+  assertInstanceOf(thrown, Promise);
+  await assertRejects(() => thrown, Error, "boom");
+  const pending = host.callNow(() => new Promise(() => {}));
+  host.close();
+  host.abandonPending();
+  assertStrictEquals(await (pending as Promise<unknown>).catch((error) => error), ABANDONED);
+  // Once close() abandoned the pending calls, even a synchronous answer is refused.
+  const refused = host.callNow(() => DONE);
+  assertInstanceOf(refused, Promise);
+  assertStrictEquals(await refused.catch((error) => error), ABANDONED);
 });
